@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Install everything the tests need (idempotent), then run the whole suite.
+# Usage: scripts/test.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for step in scripts/install/[0-9]*.sh; do
+  echo "==> $step"
+  bash "$step"
+done
+# shellcheck disable=SC1091
+. .venv/bin/activate
+echo "==> ruff"
+ruff check server tests benchmarks
+ruff format --check server tests benchmarks
+echo "==> pytest"
+exec python -m pytest "$@"
