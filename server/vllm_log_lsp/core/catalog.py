@@ -1,0 +1,408 @@
+"""The cause catalog: ordered rules and log markers, loaded from TOML data.
+
+Two kinds of files live in `vllm_log_lsp/catalog/`:
+- `markers.toml`: what the scanner looks for (engine-death symptoms, wrapper exceptions, non-Python
+  faults, stop signals, after-death decoys, lifecycle phases, run starts, healthy activity and
+  precursors), each with a cheap `literal` for the pre-filter and a regex;
+- `NN-family.toml`: `[[rule]]` entries in priority order (file order, then entry order), each
+  with signature regexes, optional frame/context conditions, evidence captures, an explanation and
+  ordered fixes.
+User rule files use the same `[[rule]]` schema and are tried before the built-in rules. A broken
+file or regex is reported with its file and line and skipped; the rest still loads. Regexes run
+under the `regex` module's time limit so a catastrophic user pattern cannot stall analysis.
+"""
+
+from __future__ import annotations
+
+import re as stdlib_re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .model import Fix, FixOp, ValueSpec
+from .versions import in_range
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+try:  # `regex` gives time limits; the stdlib engine is the fallback (e.g. in a bundled copy)
+    import regex as _engine
+
+    HAS_TIMEOUTS = True
+except ImportError:  # pragma: no cover - depends on the environment
+    _engine = stdlib_re  # type: ignore[assignment]
+    HAS_TIMEOUTS = False
+
+#: Seconds a single regex search may take before it is abandoned.
+USER_REGEX_TIMEOUT = 0.05
+BUILTIN_REGEX_TIMEOUT = 1.0
+
+FAMILIES = (
+    "memory",
+    "gpu_platform",
+    "build_dependencies",
+    "model_loading",
+    "parallelism",
+    "compile_graphs",
+    "runtime_faults",
+    "hangs",
+    "scheduler",
+    "request",
+    "config",
+    "process",
+    "shutdown",
+    "unrecognized",
+)
+
+
+class CatalogError(ValueError):
+    """A problem in a rule file, with where it is."""
+
+    def __init__(self, path: str, line: int | None, message: str) -> None:
+        where = f"{path}:{line}" if line else path
+        super().__init__(f"{where}: {message}")
+        self.path, self.line, self.message = path, line, message
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A compiled regex that searches with a time limit; a timeout counts as no match."""
+
+    source: str
+    compiled: Any
+    timeout: float
+
+    def search(self, text: str) -> Any:
+        try:
+            if HAS_TIMEOUTS:
+                return self.compiled.search(text, timeout=self.timeout)
+            return self.compiled.search(text)
+        except TimeoutError:
+            return None
+
+
+def compile_pattern(source: str, timeout: float = BUILTIN_REGEX_TIMEOUT) -> Pattern:
+    return Pattern(source, _engine.compile(source), timeout)
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A line the scanner recognises: a symptom, fault, signal, phase, precursor ..."""
+
+    kind: str
+    id: str
+    literal: str
+    pattern: Pattern
+    title: str = ""
+    phase: str = ""
+    wrapper: bool = False  # symptom: an exception of this text never is the cause
+    explanation: str = ""
+    after_death_only: bool = False
+    offset: int = 0  # run_start: the run starts this many lines after the marker
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A cause: how to recognise it, what it means, and what to do."""
+
+    id: str
+    title: str
+    family: str
+    match: tuple[Pattern, ...]
+    summary: str = ""
+    explanation: str = ""
+    message: str = ""
+    frames: tuple[Pattern, ...] = ()
+    context: tuple[Pattern, ...] = ()
+    phases: tuple[str, ...] = ()
+    evidence: tuple[Pattern, ...] = ()
+    fixes: tuple[Fix, ...] = ()
+    samples: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    vllm_messages: tuple[str, ...] = ()
+    next_steps: tuple[str, ...] = ()
+    source: str = ""  # file:line where the rule is defined
+
+    def fixes_for(self, version: tuple[int, ...] | None) -> tuple[Fix, ...]:
+        return tuple(f for f in self.fixes if in_range(version, f.versions))
+
+
+@dataclass
+class Catalog:
+    rules: list[Rule] = field(default_factory=list)
+    markers: dict[str, list[Marker]] = field(default_factory=dict)
+    errors: list[CatalogError] = field(default_factory=list)
+
+    def markers_of(self, kind: str) -> list[Marker]:
+        return self.markers.get(kind, [])
+
+    def rule(self, rule_id: str) -> Rule | None:
+        return next((r for r in self.rules if r.id == rule_id), None)
+
+    @property
+    def literals(self) -> list[str]:
+        """Every marker literal, for the pre-filter."""
+        seen: dict[str, None] = {}
+        for markers in self.markers.values():
+            for marker in markers:
+                seen.setdefault(marker.literal, None)
+        return list(seen)
+
+
+MARKER_KINDS = (
+    "symptom",
+    "wrapper",
+    "fault",
+    "signal",
+    "decoy",
+    "phase",
+    "phase_frame",
+    "run_start",
+    "healthy",
+    "precursor",
+    "context",
+)
+
+
+# -- loading ------------------------------------------------------------------------------------
+def _line_of(text: str, needle: str) -> int | None:
+    """Best-effort line number of a TOML entry (tomllib keeps no positions)."""
+    pos = text.find(needle)
+    return text.count("\n", 0, pos) + 1 if pos >= 0 else None
+
+
+def _compile_all(
+    sources: Any, where: str, line: int | None, timeout: float, errors: list[CatalogError]
+) -> tuple[Pattern, ...]:
+    if sources is None:
+        return ()
+    if isinstance(sources, str):
+        sources = [sources]
+    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+        errors.append(CatalogError(where, line, "patterns must be a string or a list of strings"))
+        return ()
+    patterns = []
+    for source in sources:
+        try:
+            patterns.append(compile_pattern(source, timeout))
+        except Exception as err:  # regex.error / re.error
+            errors.append(CatalogError(where, line, f"regex {source!r} does not compile: {err}"))
+    return tuple(patterns)
+
+
+def _value_spec(raw: dict[str, Any]) -> ValueSpec | None:
+    keys = ("value", "capture", "derive", "default", "minimum", "maximum")
+    if not any(k in raw for k in keys):
+        return None
+    literal = raw.get("value")
+    return ValueSpec(
+        literal=None if literal is None else str(literal),
+        capture=raw.get("capture"),
+        derive=raw.get("derive"),
+        default=None if raw.get("default") is None else str(raw.get("default")),
+        minimum=raw.get("minimum"),
+        maximum=raw.get("maximum"),
+    )
+
+
+_OPS = {"add_flag", "set_flag", "merge_json", "set_env"}
+_FIX_KINDS = {"workaround", "fix", "upgrade", "diagnose", "config"}
+_DERIVES = {None, "halve", "step_down", "step_up"}
+
+
+def _parse_fix(raw: dict[str, Any], where: str, line: int | None) -> Fix:
+    ops = []
+    for op in raw.get("ops", []):
+        kind = op.get("op")
+        if kind not in _OPS:
+            raise CatalogError(where, line, f"fix op must be one of {sorted(_OPS)}, not {kind!r}")
+        if op.get("derive") not in _DERIVES:
+            raise CatalogError(where, line, f"unknown derive {op.get('derive')!r}")
+        name = str(op.get("name", ""))
+        if not name:
+            raise CatalogError(where, line, "fix op needs a name")
+        if kind != "set_env" and not name.startswith("-"):
+            raise CatalogError(where, line, f"flag {name!r} must start with '-'")
+        ops.append(FixOp(op=kind, name=name, value=_value_spec(op), key=op.get("key")))
+    kind = raw.get("kind", "workaround")
+    if kind not in _FIX_KINDS:
+        raise CatalogError(where, line, f"fix kind must be one of {sorted(_FIX_KINDS)}")
+    versions = str(raw.get("versions", ""))
+    try:  # check the spec's syntax now rather than when a log is analysed
+        in_range((0, 0, 0), versions)
+    except ValueError as err:
+        raise CatalogError(where, line, str(err)) from None
+    if not raw.get("title"):
+        raise CatalogError(where, line, "fix needs a title")
+    return Fix(
+        title=raw["title"],
+        kind=kind,
+        ops=tuple(ops),
+        detail=raw.get("detail", ""),
+        versions=versions,
+        references=tuple(raw.get("references", ())),
+    )
+
+
+def _parse_rule(
+    raw: dict[str, Any], where: str, text: str, timeout: float, errors: list[CatalogError]
+) -> Rule | None:
+    rule_id = raw.get("id")
+    line = _line_of(text, f'"{rule_id}"') if rule_id else None
+    if not rule_id or not isinstance(rule_id, str):
+        errors.append(CatalogError(where, line, "rule without an id"))
+        return None
+    for key in ("title", "family", "match"):
+        if not raw.get(key):
+            errors.append(CatalogError(where, line, f"rule {rule_id!r} has no {key}"))
+            return None
+    if raw["family"] not in FAMILIES:
+        errors.append(CatalogError(where, line, f"rule {rule_id!r}: unknown family {raw['family']!r}"))
+        return None
+    before = len(errors)
+    match = _compile_all(raw.get("match"), where, line, timeout, errors)
+    frames = _compile_all(raw.get("frames"), where, line, timeout, errors)
+    context = _compile_all(raw.get("context"), where, line, timeout, errors)
+    evidence = _compile_all(raw.get("evidence"), where, line, timeout, errors)
+    if len(errors) > before or not match:
+        return None
+    try:
+        fixes = tuple(_parse_fix(f, where, line) for f in raw.get("fix", []))
+    except CatalogError as err:
+        errors.append(CatalogError(where, line, f"rule {rule_id!r}: {err.message}"))
+        return None
+    return Rule(
+        id=rule_id,
+        title=raw["title"],
+        family=raw["family"],
+        match=match,
+        summary=raw.get("summary", ""),
+        explanation=raw.get("explanation", "").strip(),
+        message=raw.get("message", ""),
+        frames=frames,
+        context=context,
+        phases=tuple(raw.get("phases", ())),
+        evidence=evidence,
+        fixes=fixes,
+        samples=tuple(raw.get("samples", ())),
+        references=tuple(raw.get("references", ())),
+        vllm_messages=tuple(raw.get("vllm_messages", ())),
+        next_steps=tuple(raw.get("next_steps", ())),
+        source=f"{where}:{line}" if line else where,
+    )
+
+
+def _parse_markers(
+    data: dict[str, Any], where: str, text: str, errors: list[CatalogError]
+) -> dict[str, list[Marker]]:
+    markers: dict[str, list[Marker]] = {}
+    for kind in MARKER_KINDS:
+        for raw in data.get(kind, []):
+            marker_id = raw.get("id", "")
+            line = _line_of(text, f'"{marker_id}"') if marker_id else None
+            literal, source = raw.get("literal"), raw.get("pattern")
+            if not literal or not source:
+                errors.append(CatalogError(where, line, f"{kind} {marker_id!r} needs literal and pattern"))
+                continue
+            patterns = _compile_all(source, where, line, BUILTIN_REGEX_TIMEOUT, errors)
+            if not patterns:
+                continue
+            markers.setdefault(kind, []).append(
+                Marker(
+                    kind=kind,
+                    id=marker_id,
+                    literal=literal,
+                    pattern=patterns[0],
+                    title=raw.get("title", ""),
+                    phase=raw.get("phase", ""),
+                    wrapper=bool(raw.get("wrapper", False)),
+                    explanation=raw.get("explanation", "").strip(),
+                    after_death_only=bool(raw.get("after_death_only", False)),
+                    offset=int(raw.get("offset", 0)),
+                )
+            )
+    return markers
+
+
+def load_rule_text(
+    text: str, where: str, *, user: bool = False
+) -> tuple[list[Rule], dict[str, list[Marker]], list[CatalogError]]:
+    """Parse one rule file's text. Never raises: problems come back as CatalogErrors."""
+    errors: list[CatalogError] = []
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        line = getattr(err, "lineno", None)
+        if line is None:
+            found = stdlib_re.search(r"at line (\d+)", str(err))
+            line = int(found.group(1)) if found else None
+        return [], {}, [CatalogError(where, line, f"invalid TOML: {err}")]
+    timeout = USER_REGEX_TIMEOUT if user else BUILTIN_REGEX_TIMEOUT
+    rules = []
+    raw_rules = data.get("rule", [])
+    if not isinstance(raw_rules, list):
+        return [], {}, [CatalogError(where, None, "`rule` must be an array of tables ([[rule]])")]
+    for raw in raw_rules:
+        if not isinstance(raw, dict):
+            errors.append(CatalogError(where, None, "each [[rule]] must be a table"))
+            continue
+        rule = _parse_rule(raw, where, text, timeout, errors)
+        if rule:
+            rules.append(rule)
+    markers = {} if user else _parse_markers(data, where, text, errors)
+    return rules, markers, errors
+
+
+def _builtin_files() -> list[tuple[str, str]]:
+    folder = resources.files("vllm_log_lsp") / "catalog"
+    entries = sorted((e for e in folder.iterdir() if e.name.endswith(".toml")), key=lambda e: e.name)
+    return [(f"catalog/{e.name}", e.read_text(encoding="utf-8")) for e in entries]
+
+
+_BUILTIN: Catalog | None = None
+
+
+def builtin_catalog() -> Catalog:
+    """The shipped catalog (loaded once)."""
+    global _BUILTIN
+    if _BUILTIN is None:
+        _BUILTIN = build_catalog(_builtin_files(), [])
+    return _BUILTIN
+
+
+def build_catalog(builtin: Iterable[tuple[str, str]], user: Iterable[tuple[str, str]]) -> Catalog:
+    """A catalog from (name, text) pairs: user rules first, then built-in rules in file order."""
+    catalog = Catalog()
+    user_rules: list[Rule] = []
+    for where, text in user:
+        rules, _, errors = load_rule_text(text, where, user=True)
+        user_rules.extend(rules)
+        catalog.errors.extend(errors)
+    builtin_rules: list[Rule] = []
+    for where, text in builtin:
+        rules, markers, errors = load_rule_text(text, where)
+        builtin_rules.extend(rules)
+        catalog.errors.extend(errors)
+        for kind, items in markers.items():
+            catalog.markers.setdefault(kind, []).extend(items)
+    catalog.rules = user_rules + builtin_rules
+    return catalog
+
+
+def catalog_with_user_files(paths: Iterable[str | Path]) -> Catalog:
+    """The built-in catalog plus user rule files; unreadable files become errors."""
+    user: list[tuple[str, str]] = []
+    errors: list[CatalogError] = []
+    for path in paths:
+        try:
+            user.append((str(path), Path(path).read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError) as err:
+            errors.append(CatalogError(str(path), None, f"cannot read rule file: {err}"))
+    catalog = build_catalog(_builtin_files(), user)
+    catalog.errors[:0] = errors
+    return catalog

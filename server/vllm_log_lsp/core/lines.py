@@ -1,0 +1,143 @@
+"""Take one log line apart: runtime prefixes, process prefixes, vLLM's logger header, message.
+
+Formats handled (see the project README for examples):
+- outer prefixes added by runtimes and collectors, in any nesting: markdown `> `, Kubernetes/CRI
+  `<RFC3339> stderr F `, `docker logs -t` timestamps, Docker Desktop `YYYY-MM-DD HH:MM:SS.mmm | `,
+  docker compose / podman-compose `svc  | `, journalctl `Mon DD HH:MM:SS host unit[pid]: `;
+- process prefixes `(EngineCore_DP0 pid=1)`, `(VllmWorker rank=1 pid=2)`, Ray's
+  `(RayWorkerWrapper pid=2, ip=10.0.0.1)`, `(raylet)`, nested ones, torch's `[rank0]: `;
+- vLLM's logger header in every generation: `LEVEL MM-DD HH:MM:SS file.py:N]`,
+  `[file.py:N]`, `[v1/engine/core.py:N]`, `[a/.../b.py:N]`, after an optional user prefix;
+- uvicorn's `INFO:     `, Python logging `2025-06-20 20:02:20,931 - name - LEVEL - `, Ray's
+  `2026-01-31 14:20:59,483\tINFO file.py:N -- `.
+A line that matches none of these is kept whole as its own message.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .model import LogLine
+from .text import strip_ansi
+
+_OUTER = re.compile(
+    r"""
+    (?P<quote>>[ ]?)
+  | (?P<cri>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)[ ](?:stdout|stderr)[ ][FP][ ])
+  | (?P<dockerts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+(?:Z|[+-]\d\d:?\d\d)[ ])
+  | (?P<desktop>\d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d\.\d{3}[ ]\|[ ])
+  | (?P<compose>(?P<service>\[?[A-Za-z0-9][\w.-]*\]?)[ ]+\|[ ]?)
+  | (?P<journal>[A-Z][a-z]{2}[ ][ \d]\d[ ]\d\d:\d\d:\d\d[ ]\S+[ ](?P<unit>[\w.@-]+)(?:\[\d+\])?:[ ])
+    """,
+    re.VERBOSE,
+)
+
+_PROCESS = re.compile(
+    r"""
+    \((?P<name>[A-Za-z_][\w.\-]*(?:[ ](?:rank=\d+|TP\d+|PP\d+(?:_TP\d+)?))?)
+    [ ]pid=(?P<pid>\d+)(?:,[ ]ip=(?P<ip>[0-9A-Fa-f.:]+))?\)[ ]?
+  | \((?P<ray>raylet|autoscaler[^)]*|pid=(?P<barepid>\d+)(?:,[ ]ip=[0-9A-Fa-f.:]+)?)\)[ ]?
+  | \[rank(?P<rank>\d+)\]:[ ]?
+    """,
+    re.VERBOSE,
+)
+
+_VLLM_HEADER = re.compile(
+    r"""
+    (?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)[ ]
+    (?P<date>\d\d-\d\d[ ]\d\d:\d\d:\d\d)(?:\.\d+)?[ ]
+    \[?(?P<source>[\w.\-]+(?:/[\w.\-]+)*\.py:\d+)\][ ]?
+    """,
+    re.VERBOSE,
+)
+
+_OTHER_HEADER = re.compile(
+    r"""
+    (?P<uvicorn>(?P<ulevel>DEBUG|INFO|WARNING|ERROR|CRITICAL):[ ]+)
+  | (?P<pylog>\d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d,\d{3}[ ]-[ ](?:[\w.]+[ ]-[ ])?
+        (?P<plevel>DEBUG|INFO|WARNING|ERROR|CRITICAL)[ ]-[ ](?:[\w.]+:\d+[ ]-[ ])?)
+  | (?P<raylog>\d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d,\d{3}\t(?P<rlevel>DEBUG|INFO|WARNING|ERROR)[ ][\w.]+:\d+[ ]--[ ])
+    """,
+    re.VERBOSE,
+)
+
+# How far into a line a user's VLLM_LOGGING_PREFIX may push vLLM's header.
+_MAX_USER_PREFIX = 80
+
+
+def parse_line(number: int, raw: str) -> LogLine:
+    """Parse one line (without its line break) into a LogLine. Never raises."""
+    clean, colmap = strip_ansi(raw)
+    pos = 0
+    outer_parts: list[str] = []
+    while True:
+        match = _OUTER.match(clean, pos)
+        if not match or match.end() == pos:
+            break
+        if match.group("compose") and not _plausible_compose(clean, match):
+            break
+        label = match.group("service") or match.group("unit")
+        if label:
+            outer_parts.append(label.strip("[]"))
+        pos = match.end()
+
+    process = pid = None
+    chain: list[str] = []
+    while True:
+        match = _PROCESS.match(clean, pos)
+        if not match:
+            break
+        if match.group("name"):
+            process, pid = match.group("name"), int(match.group("pid"))
+            chain.append(f"{process}:{pid}")
+        elif match.group("ray"):
+            chain.append(match.group("ray").split(" ")[0])
+        else:
+            chain.append(f"rank{match.group('rank')}")
+        pos = match.end()
+
+    level = timestamp = source = None
+    header = _VLLM_HEADER.search(clean, pos, pos + _MAX_USER_PREFIX + 60)
+    if header and header.start() - pos <= _MAX_USER_PREFIX:
+        level, timestamp, source = header.group("level"), header.group("date"), header.group("source")
+        pos = header.end()
+    else:
+        other = _OTHER_HEADER.match(clean, pos)
+        if other:
+            level = other.group("ulevel") or other.group("plevel") or other.group("rlevel")
+            pos = other.end()
+    if level == "WARN":
+        level = "WARNING"
+
+    outer = "/".join(outer_parts) or None
+    stream = "|".join(filter(None, [outer or "", *chain]))
+    message_col = colmap[pos] if colmap else pos
+    return LogLine(
+        number=number,
+        text=raw,
+        message=clean[pos:].rstrip("\r"),
+        message_col=message_col,
+        stream=stream,
+        process=process,
+        pid=pid,
+        level=level,
+        timestamp=timestamp,
+        source=source,
+        outer=outer,
+    )
+
+
+def _plausible_compose(clean: str, match: re.Match[str]) -> bool:
+    """A compose prefix is `name  | ` at the start; reject tqdm bars and table rows like `a | b`."""
+    service = match.group("service")
+    if service[0] == "[":
+        return True
+    # compose pads the service name with spaces to align the bars; tables rarely start with a
+    # single word followed by a bar and then a vLLM-looking line.
+    rest = clean[match.end() : match.end() + 40]
+    return (
+        rest.startswith(("(", "INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "Traceback", " ", "["))
+        or "  " in match.group(0)
+        or not rest
+    )
+

@@ -1,0 +1,259 @@
+"""Rebuild Python tracebacks from a log where several processes interleave.
+
+A traceback is read forward from its `Traceback (most recent call last):` line, following only
+lines of the same writer (stream and logger header), so that another process's lines in between
+are skipped. Chained exceptions (`The above exception was the direct cause…`, `During handling…`)
+and Ray's remote tracebacks (`RayTaskError(X): …` followed by more frames) become one chain whose
+first link is the original exception. Python 3.10–3.14 styles are understood: carets, `~~~^^^`,
+`...<N lines>...` elisions, multi-line code, collapsed indentation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .lines import parse_line
+from .model import ExceptionEvent, Frame, LogLine, Span
+from .text import LogIndex
+
+TRACEBACK_HEADER = "Traceback (most recent call last):"
+
+_FRAME = re.compile(
+    r'\s*File "?(?P<path>[^",]*)"?(?:, line (?P<lineno>\d+))?(?:, in (?P<func>.+?))?\s*'
+    r"(?:\[repeated \d+x across cluster\].*)?$"
+)
+_CARETS = re.compile(r"\s*[~^\s]+$")
+_ELISION = re.compile(r"\s*(?:\.\.\.<\d+ lines>\.\.\.|\[Previous line repeated \d+ more times?\]|\.+)\s*$")
+_CHAIN = re.compile(
+    r"\s*(?:The above exception was the direct cause of the following exception:"
+    r"|During handling of the above exception, another exception occurred:)\s*$"
+)
+# `pkg.mod.Type(Inner): message` in a traceback: the type is a dotted name whose last part is
+# capitalised (or ends like an exception), optionally with Ray's `(Cause)`.
+_EXCEPTION = re.compile(
+    r"(?P<type>(?:[A-Za-z_][\w]*\.)*(?:[A-Z]\w*|\w*(?:Error|Exception|Interrupt|Exit))"
+    r"(?:\((?P<inner>[\w.]+)\))?)(?::(?P<message>.*))?$"
+)
+# Outside a traceback a line must look unmistakably like an exception to count as one.
+STANDALONE_EXCEPTION = re.compile(
+    r"(?P<type>(?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Fault|Timeout|Dead)"
+    r"(?:\((?P<inner>[\w.]+)\))?):(?P<message>(?: .*)?)$"
+)
+_RAY_DEDUP = re.compile(r"\s*\[repeated \d+x across cluster\](?: \(Ray deduplicates.*)?$")
+_KEYWORDS = frozenset(
+    "and as assert async await break class continue def del elif else except finally for from "
+    "global if import in is lambda nonlocal not or pass raise return try while with yield "
+    "match case".split()
+)
+
+# Stop reading a traceback after this many lines of the same writer that fit nowhere.
+_MAX_STRAY = 40
+_MAX_LINES = 4000
+_MAX_MESSAGE_LINES = 12
+
+
+@dataclass
+class Traceback:
+    """One printed traceback: its chain of exceptions (first = original) and the lines it used."""
+
+    header_line: int
+    stream: str
+    chain: list[ExceptionEvent] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    preamble: str = ""  # the writer's line before the header (`Exception ignored in: ...`)
+    logged: bool = False  # printed through vLLM's logger (has a LEVEL header)
+    level: str | None = None
+
+
+def clean_message(message: str) -> str:
+    """Drop Ray's dedup suffix and trailing white space from a message."""
+    return _RAY_DEDUP.sub("", message).rstrip()
+
+
+def looks_like_exception(message: str) -> re.Match[str] | None:
+    """Match a traceback's final `Type: message` line (inside a traceback)."""
+    text = message.strip()
+    if not text or text.startswith(("File ", "Traceback")) or len(text) > 20000:
+        return None
+    match = _EXCEPTION.match(text)
+    if not match:
+        return None
+    type_name = match.group("type")
+    if type_name in _KEYWORDS or (match.group("message") is None and "." not in type_name and
+                                  not type_name.endswith(("Error", "Exception", "Interrupt", "Exit"))):
+        return None
+    return match
+
+
+def _same_writer(line: LogLine, first: LogLine) -> bool:
+    return line.stream == first.stream and line.source == first.source
+
+
+def read_traceback(index: LogIndex, start_offset: int, first: LogLine) -> Traceback:
+    """Read the traceback whose header is `first` (a parsed line starting at `start_offset`)."""
+    tb = Traceback(
+        header_line=first.number,
+        stream=first.stream,
+        logged=first.source is not None,
+        level=first.level,
+    )
+    for prev_no, prev_text in index.iter_lines_back(start_offset, first.number, 3):
+        prev = parse_line(prev_no, prev_text)
+        if _same_writer(prev, first):
+            tb.preamble = prev.message.strip()
+            break
+    reader = _ChainReader(tb)
+    lines = index.iter_lines_from(index.next_line_start(start_offset), first.number + 1, _MAX_LINES)
+    for number, raw in lines:
+        line = parse_line(number, raw)
+        if not _same_writer(line, first):
+            continue
+        if not reader.feed(line):
+            break
+    reader.finish()
+    return tb
+
+
+class _ChainReader:
+    """A small state machine fed one same-writer line at a time."""
+
+    def __init__(self, tb: Traceback) -> None:
+        self.tb = tb
+        self.frames: list[Frame] = []
+        self.context: list[str] = []
+        self.state = "frames"  # frames | code | exception | between
+        self.code_taken = False
+        self.stray = 0
+        self.blanks = 0
+        self.current: dict | None = None  # the exception being read (message may continue)
+
+    def feed(self, line: LogLine) -> bool:
+        """Consume a line; False when the traceback has ended."""
+        message = clean_message(line.message)
+        stripped = message.strip()
+        if self.state in ("exception", "between"):
+            return self._after_exception(line, message, stripped)
+        if not stripped:
+            return True
+        frame = _FRAME.match(message) if stripped.startswith("File ") else None
+        if frame:
+            self._take_frame(line, frame)
+            return True
+        if _CARETS.match(message) or _ELISION.match(message):
+            self.tb.lines.append(line.number)
+            return True
+        if self.state == "code" and (message[:1].isspace() or not self.code_taken):
+            if message[:1].isspace() or not looks_like_exception(message):
+                self.code_taken = True
+                self.context.append(stripped)
+                self.tb.lines.append(line.number)
+                return True
+        match = looks_like_exception(message)
+        if match and (self.frames or self.tb.chain or self.state == "code"):
+            self._start_exception(line, match)
+            return True
+        if stripped == TRACEBACK_HEADER:
+            self.tb.lines.append(line.number)
+            return True
+        self.stray += 1
+        return self.stray <= _MAX_STRAY
+
+    def _take_frame(self, line: LogLine, frame: re.Match[str]) -> None:
+        lineno = frame.group("lineno")
+        self.frames.append(
+            Frame(line.number, frame.group("path"), int(lineno) if lineno else None, frame.group("func"))
+        )
+        self.tb.lines.append(line.number)
+        self.state = "code"
+        self.code_taken = False
+        self.stray = 0
+
+    def _start_exception(self, line: LogLine, match: re.Match[str]) -> None:
+        self._close_exception()
+        message = (match.group("message") or "").strip()
+        col = line.message_col + (len(line.message) - len(line.message.lstrip()))
+        self.current = {
+            "line": line,
+            "type": match.group("type"),
+            "message": [message] if message else [],
+            "span": Span(line.number, col, len(line.text.rstrip())),
+        }
+        self.tb.lines.append(line.number)
+        self.state = "exception"
+
+    def _after_exception(self, line: LogLine, message: str, stripped: str) -> bool:
+        if _CHAIN.match(message):
+            self._close_exception()
+            self.tb.lines.append(line.number)
+            self.state = "between"
+            return True
+        if not stripped:
+            self.blanks += 1
+            return self.blanks <= 2
+        self.blanks = 0
+        if stripped.startswith("File ") and (frame := _FRAME.match(message)):
+            # Ray prints the remote traceback right under `RayTaskError(X): ...`.
+            self._close_exception()
+            self._take_frame(line, frame)
+            return True
+        if stripped == TRACEBACK_HEADER:
+            if self.state == "between":
+                self.tb.lines.append(line.number)
+                self.state = "frames"
+                return True
+            return False  # a new, separate traceback from the same writer
+        if self.state == "exception" and self.current is not None:
+            continues = message[:1].isspace() or not self.current["message"]
+            if continues and len(self.current["message"]) < _MAX_MESSAGE_LINES:
+                if not looks_like_exception(message) or message[:1].isspace():
+                    self.current["message"].append(stripped)
+                    self.tb.lines.append(line.number)
+                    return True
+        return False
+
+    def _close_exception(self) -> None:
+        current = self.current
+        if current is None:
+            return
+        line: LogLine = current["line"]
+        self.tb.chain.append(
+            ExceptionEvent(
+                line=line.number,
+                span=current["span"],
+                type_name=current["type"],
+                message="\n".join(current["message"]),
+                stream=self.tb.stream,
+                kind="python",
+                process=line.process,
+                frames=tuple(self.frames),
+                traceback_start=self.tb.header_line,
+                chain_index=len(self.tb.chain),
+                context_lines=tuple(self.context[-3:]),
+            )
+        )
+        self.current = None
+        self.frames = []
+        self.context = []
+
+    def finish(self) -> None:
+        self._close_exception()
+
+
+def standalone_exception(line: LogLine) -> ExceptionEvent | None:
+    """An exception line seen without its traceback (a tail-only paste, a one-line error)."""
+    message = clean_message(line.message).strip()
+    match = STANDALONE_EXCEPTION.match(message)
+    if not match:
+        return None
+    col = line.message_col + (len(line.message) - len(line.message.lstrip()))
+    return ExceptionEvent(
+        line=line.number,
+        span=Span(line.number, col, len(line.text.rstrip())),
+        type_name=match.group("type"),
+        message=match.group("message").strip(),
+        stream=line.stream,
+        kind="python",
+        process=line.process,
+    )
+

@@ -1,0 +1,364 @@
+"""Shell commands: find `vllm serve`, `python -m vllm.entrypoints…` and `docker run … vllm…`.
+
+Words and their positions come from `bashlex` (a bash parser in Python), so quoting,
+backslash continuations and `VAR=1 cmd` prefixes are read like bash reads them. When bashlex
+cannot parse a whole script (it lacks a few bash constructs), each logical line that mentions
+vLLM is parsed on its own. Before and after an edit, a shell file is checked with `bash -n`.
+
+The same code reads shell text embedded in other formats (a compose `command:` string, a
+Kubernetes `sh -c` script, a Dockerfile shell-form `CMD`): positions are in the decoded text
+and a `SourceMap` carries edits back to the file.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import bashlex
+import bashlex.errors
+
+from .argv import docker_env_uses, find_entry
+from .model import Format
+from .sites import Arg, ArgvSite, EnvTarget, OpPlan, Site, join_words, quote_like
+from .text import Edit, LineIndex, SourceMap
+
+EnvMode = Literal["file", "inline"]
+
+
+@dataclass
+class Word:
+    value: str
+    start: int
+    end: int
+
+
+@dataclass
+class ShellCommand:
+    """A simple command: `NAME=v … word word …` (redirections left out)."""
+
+    words: list[Word]
+    assignments: list[Word]
+    start: int
+    end: int
+
+
+def parse_shell(text: str) -> list[ShellCommand]:
+    """All simple commands of a script, in order; raises Malformed via bashlex errors."""
+    commands: list[ShellCommand] = []
+    for part in bashlex.parse(text):
+        _collect(part, commands)
+    return commands
+
+
+def scan_shell(text: str) -> list[ShellCommand]:
+    """Like `parse_shell`, but never fails: falls back to parsing line by line."""
+    try:
+        return parse_shell(text)
+    except (bashlex.errors.ParsingError, NotImplementedError, AttributeError, IndexError, TypeError):
+        pass
+    commands: list[ShellCommand] = []
+    for start, chunk in logical_lines(text):
+        if not _worth_parsing(chunk):
+            continue
+        try:
+            parsed = parse_shell(chunk)
+        except Exception:  # bashlex raises assorted errors on odd input
+            continue
+        commands.extend(_shifted(c, start) for c in parsed)
+    return commands
+
+
+def logical_lines(text: str) -> list[tuple[int, str]]:
+    """(offset, text) of each line joined with its backslash continuations."""
+    out: list[tuple[int, str]] = []
+    pos = 0
+    start = 0
+    while pos <= len(text):
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        line = text[pos:end]
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1 and end < len(text):
+            pos = end + 1
+            continue
+        out.append((start, text[start:end]))
+        pos = start = end + 1
+    return out
+
+
+def _worth_parsing(chunk: str) -> bool:
+    stripped = chunk.lstrip()
+    return "vllm" in chunk.lower() or stripped.startswith("export ") or bool(re.match(r"\w+=", stripped))
+
+
+def _shifted(command: ShellCommand, offset: int) -> ShellCommand:
+    def move(w: Word) -> Word:
+        return Word(w.value, w.start + offset, w.end + offset)
+
+    return ShellCommand(
+        [move(w) for w in command.words],
+        [move(w) for w in command.assignments],
+        command.start + offset,
+        command.end + offset,
+    )
+
+
+def _collect(node: bashlex.ast.node, out: list[ShellCommand]) -> None:
+    kind = getattr(node, "kind", "")
+    if kind == "command":
+        words: list[Word] = []
+        assignments: list[Word] = []
+        for part in node.parts:
+            if part.kind == "assignment" and not words:
+                assignments.append(Word(part.word, *part.pos))
+            elif part.kind == "word":
+                words.append(Word(part.word, *part.pos))
+        out.append(ShellCommand(words, assignments, *node.pos))
+        return
+    for attr in ("parts", "list"):
+        for child in getattr(node, attr, None) or ():
+            _collect(child, out)
+    command = getattr(node, "command", None)
+    if isinstance(command, bashlex.ast.node):
+        _collect(command, out)
+
+
+def check_shell(text: str) -> str | None:
+    """None when the script parses; else the shell's complaint (`bash -n`, else bashlex)."""
+    bash = shutil.which("bash")
+    if bash:
+        try:
+            done = subprocess.run(
+                [bash, "-n"], input=text, capture_output=True, text=True, timeout=10, check=False
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"bash -n failed to run: {exc}"
+        if done.returncode == 0:
+            return None
+        message = done.stderr.strip().splitlines()
+        return re.sub(r"^bash: ", "", message[0] if message else "syntax error")
+    try:
+        bashlex.parse(text)
+    except Exception as exc:
+        return f"shell syntax error: {exc}"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering edits in shell syntax.
+
+
+@dataclass
+class ShellRenderer:
+    """Spells argument edits as shell words inside one command, keeping its layout."""
+
+    text: str  # decoded shell text
+    smap: SourceMap
+    command: ShellCommand
+    lines: LineIndex = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.lines = LineIndex(self.text)
+
+    @property
+    def multiline(self) -> bool:
+        return "\\\n" in self.text[self.command.start : self.command.end]
+
+    def replace(self, arg: Arg, value: str) -> Edit:
+        source = self.text[arg.start : arg.end]
+        head = _shared_head(arg.value, value)
+        if head and source.startswith(head):  # `--flag=old`: keep the flag, requote the value
+            tail = quote_like(source[len(head) :], value[len(head) :])
+            return self.smap.to_file(Edit(arg.start + len(head), arg.end, tail))
+        return self.smap.to_file(Edit(arg.start, arg.end, quote_like(source, value)))
+
+    def insert_after(self, arg: Arg, values: Sequence[str]) -> Edit:
+        words = join_words(values)
+        if self.multiline:  # a new continuation line, indented like the others
+            words = " \\\n" + self._continuation_indent(arg.start) + words
+        else:
+            words = " " + words
+        return self.smap.to_file(Edit(arg.end, arg.end, words))
+
+    def insert_before(self, arg: Arg, values: Sequence[str]) -> Edit:
+        words = join_words(values)
+        line_start = self.lines.line_start(arg.start)
+        first_on_line = not self.text[line_start : arg.start].strip()
+        if self.multiline and first_on_line:
+            words += " \\\n" + self.text[line_start : arg.start]
+        else:
+            words += " "
+        return self.smap.to_file(Edit(arg.start, arg.start, words))
+
+    def _continuation_indent(self, offset: int) -> str:
+        line_start = self.lines.line_start(offset)
+        line = self.lines.line_text(offset)
+        if line_start > self.command.start:
+            return line[: len(line) - len(line.lstrip())]
+        first = self.lines.line_text(self.command.start)
+        return first[: len(first) - len(first.lstrip())] + "    "
+
+
+def _shared_head(old: str, new: str) -> str:
+    """`--max-num-seqs=` when both values start with it (the part an edit can keep)."""
+    head, eq, _ = old.partition("=")
+    return head + eq if eq and new.startswith(head + eq) else ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Environment variables of a shell command.
+
+
+@dataclass
+class ShellEnv:
+    """`VAR=1 cmd` prefixes and earlier `export VAR=1` lines; new ones per `mode`.
+
+    mode `file`: a new `export VAR=value` line just above the command (scripts).
+    mode `inline`: a `VAR=value ` prefix on the command (snippets in docs, one-liners).
+    """
+
+    text: str
+    smap: SourceMap
+    command: ShellCommand
+    exports: list[Word]  # `export NAME=value` words before the command
+    mode: EnvMode
+
+    def _assignment(self, name: str) -> Word | None:
+        for word in self.command.assignments:
+            if word.value.partition("=")[0] == name:
+                return word
+        found = None
+        for word in self.exports:
+            if word.value.partition("=")[0] == name:
+                found = word
+        return found
+
+    def values(self) -> dict[str, str]:
+        out = {}
+        for word in [*self.exports, *self.command.assignments]:
+            name, _, value = word.value.partition("=")
+            out[name] = value
+        return out
+
+    def plan_set(self, name: str, value: str) -> OpPlan | str:
+        word = self._assignment(name)
+        if word is not None:
+            old = word.value.partition("=")[2]
+            if old == value:
+                return OpPlan((), f"{name} already {value}")
+            source = self.text[word.start : word.end]
+            head = name + "="
+            new = quote_like(source[len(head) :], value)
+            edit = Edit(word.start + len(head), word.end, new)
+            return OpPlan((self.smap.to_file(edit),), f"{name} {old} → {value}")
+        assignment = f"{name}={quote_like('', value)}"
+        if self.mode == "file":
+            lines = LineIndex(self.text)
+            line_start = lines.line_start(self.command.start)
+            line = lines.line_text(self.command.start)
+            indent = line[: len(line) - len(line.lstrip())]
+            edit = Edit(line_start, line_start, f"{indent}export {assignment}\n")
+        else:
+            first = (self.command.words or self.command.assignments)[0]
+            edit = Edit(first.start, first.start, assignment + " ")
+        return OpPlan((self.smap.to_file(edit),), f"added {assignment}")
+
+
+@dataclass
+class DockerRunEnv:
+    """`docker run -e VAR=value` options (the host's environment does not reach vLLM)."""
+
+    site_args: list[Arg]
+    image_index: int
+    uses: dict[str, int]
+
+    def values(self) -> dict[str, str]:
+        return {name: self.site_args[i].value.partition("=")[2] for name, i in self.uses.items()}
+
+    def plan_set(self, name: str, value: str) -> OpPlan | str:
+        index = self.uses.get(name)
+        wanted = f"{name}={value}"
+        if index is not None:
+            arg = self.site_args[index]
+            old = arg.value.partition("=")[2]
+            if arg.value == wanted:
+                return OpPlan((), f"-e {name} already {value}")
+            return OpPlan((arg.renderer.replace(arg, wanted),), f"-e {name} {old} → {value}")
+        image = self.site_args[self.image_index]
+        edit = image.renderer.insert_before(image, ["-e", wanted])
+        return OpPlan((edit,), f"added -e {wanted}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding invocations.
+
+
+def shell_sites(
+    text: str,
+    smap: SourceMap,
+    fmt: Format,
+    commands: list[ShellCommand],
+    env_mode: EnvMode = "file",
+    outer_env: EnvTarget | None = None,
+    image_entry: bool = False,
+) -> list[Site]:
+    """Sites for every command in `commands` that starts vLLM.
+
+    `outer_env`: the environment belongs to an enclosing format (a compose service's
+    `environment:`), so it is used instead of shell exports. `image_entry`: the words are
+    arguments to a vLLM image's entrypoint.
+    """
+    sites: list[Site] = []
+    exports: list[Word] = []
+    variables: dict[str, str] = {}
+    for command in commands:
+        values = [w.value for w in command.words]
+        _remember_assignments(command, values, exports, variables)
+        entry = find_entry(values, image_entry=image_entry)
+        if entry is None:
+            continue
+        renderer = ShellRenderer(text, smap, command)
+        args = [Arg(w.value, w.start, w.end, renderer) for w in command.words]
+        env: EnvTarget
+        if entry.kind == "docker run" and entry.image_index is not None:
+            env = DockerRunEnv(args, entry.image_index, docker_env_uses(values, entry))
+        elif outer_env is not None:
+            env = outer_env
+        else:
+            env = ShellEnv(text, smap, command, list(exports), env_mode)
+        lines = LineIndex(text)
+        start = smap.offsets[command.start]
+        sites.append(
+            ArgvSite(
+                fmt=fmt,
+                label=f"line {lines.position(command.start)[0] + 1}",
+                start=start,
+                end=smap.offsets[command.end],
+                args=args,
+                entry_info=entry,
+                env_target=env,
+                variables=dict(variables),
+            )
+        )
+    return sites
+
+
+def _remember_assignments(
+    command: ShellCommand, values: list[str], exports: list[Word], variables: dict[str, str]
+) -> None:
+    """Track `NAME=value` and `export NAME=value` so later commands can resolve `$NAME`."""
+    if not values:
+        for word in command.assignments:
+            name, _, value = word.value.partition("=")
+            variables[name] = value
+    elif values[0] == "export":
+        for word in command.words[1:]:
+            if "=" in word.value:
+                name, _, value = word.value.partition("=")
+                variables[name] = value
+                exports.append(word)

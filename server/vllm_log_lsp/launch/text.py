@@ -1,0 +1,186 @@
+"""Text positions, edits and diffs for launch-script fixes.
+
+Internally every edit is an absolute code-point offset range into the file text; the public
+`TextEdit` is (line, column) in code points, which the LSP layer converts to the client's
+encoding. Edits are computed by diffing the original and the fixed text, so they are always
+consistent with `new_text` however the fix was assembled.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TextEdit:
+    """Replace [start, end) with `new_text`; lines 0-based, columns in code points."""
+
+    start_line: int
+    start_col: int
+    end_line: int
+    end_col: int
+    new_text: str
+
+
+@dataclass(frozen=True)
+class Edit:
+    """An edit in absolute code-point offsets (internal form)."""
+
+    start: int
+    end: int
+    text: str
+
+
+class LineIndex:
+    """Converts between absolute offsets and (line, column) for one text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0]
+        for i, ch in enumerate(text):
+            if ch == "\n":
+                self.starts.append(i + 1)
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """(line, column) of an absolute offset."""
+        line = bisect_right(self.starts, offset) - 1
+        return line, offset - self.starts[line]
+
+    def offset(self, line: int, col: int = 0) -> int:
+        """Absolute offset of (line, column); lines past the end clamp to the end of text."""
+        if line >= len(self.starts):
+            return len(self.text)
+        return min(self.starts[line] + col, len(self.text))
+
+    def line_start(self, offset: int) -> int:
+        return self.starts[bisect_right(self.starts, offset) - 1]
+
+    def line_end(self, offset: int) -> int:
+        """Offset of the newline ending the line that holds `offset` (or end of text)."""
+        end = self.text.find("\n", offset)
+        return len(self.text) if end < 0 else end
+
+    def line_text(self, offset: int) -> str:
+        return self.text[self.line_start(offset) : self.line_end(offset)]
+
+
+def apply_edits(text: str, edits: Iterable[Edit]) -> str:
+    """Apply non-overlapping edits; inserts at the same offset keep their given order."""
+    ordered = sorted(enumerate(edits), key=lambda pair: (pair[1].start, pair[0]))
+    out: list[str] = []
+    cursor = 0
+    for _, edit in ordered:
+        if edit.start < cursor:
+            raise ValueError(f"overlapping edits at offset {edit.start}")
+        out.append(text[cursor : edit.start])
+        out.append(edit.text)
+        cursor = edit.end
+    out.append(text[cursor:])
+    return "".join(out)
+
+
+def diff_edits(old: str, new: str) -> list[TextEdit]:
+    """Minimal-ish TextEdits turning `old` into `new`: a line diff, trimmed to characters."""
+    old_lines = old.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
+    index = LineIndex(old)
+    old_starts = [0]
+    for line in old_lines:
+        old_starts.append(old_starts[-1] + len(line))
+    new_starts = [0]
+    for line in new_lines:
+        new_starts.append(new_starts[-1] + len(line))
+    edits: list[TextEdit] = []
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        a_start, a_end = old_starts[i1], old_starts[i2]
+        b_start, b_end = new_starts[j1], new_starts[j2]
+        a_text, b_text = old[a_start:a_end], new[b_start:b_end]
+        prefix = _common_prefix(a_text, b_text)
+        suffix = _common_suffix(a_text[prefix:], b_text[prefix:])
+        start = a_start + prefix
+        end = a_end - suffix
+        (sl, sc), (el, ec) = index.position(start), index.position(end)
+        edits.append(TextEdit(sl, sc, el, ec, b_text[prefix : len(b_text) - suffix]))
+    return edits
+
+
+def apply_text_edits(text: str, edits: Sequence[TextEdit]) -> str:
+    """Apply TextEdits (all relative to `text`), as an editor would."""
+    index = LineIndex(text)
+    return apply_edits(
+        text,
+        [
+            Edit(index.offset(e.start_line, e.start_col), index.offset(e.end_line, e.end_col), e.new_text)
+            for e in edits
+        ],
+    )
+
+
+def unified_diff(old: str, new: str, path: str = "launch script", context: int = 3) -> str:
+    """A `diff -u` style text of the change, for previews and the CLI."""
+    return "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"a/{path}",
+            tofile=f"b/{path}",
+            n=context,
+        )
+    )
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _common_suffix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(reversed(a), reversed(b)):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+@dataclass
+class SourceMap:
+    """A decoded string (a YAML scalar's value, a JSON string) and where its characters lie.
+
+    `offsets[i]` is the file offset of decoded character i; `offsets[len(decoded)]` is the file
+    offset just after the last one. `encode` turns new decoded text into source text that
+    decodes back to it in the same container (escaping quotes, re-indenting new lines).
+    """
+
+    decoded: str
+    offsets: list[int]
+    encode_kind: str = "identity"  # identity | json | yaml_single | yaml_block
+    indent: str = ""  # yaml_block: the indentation of the block's lines
+
+    @classmethod
+    def identity(cls, text: str, base: int = 0) -> SourceMap:
+        return cls(text, list(range(base, base + len(text) + 1)))
+
+    def to_file(self, edit: Edit) -> Edit:
+        """Map an edit in decoded coordinates to file coordinates, encoding its text."""
+        return Edit(self.offsets[edit.start], self.offsets[edit.end], self.encode(edit.text))
+
+    def encode(self, text: str) -> str:
+        if self.encode_kind == "json":
+            return json.dumps(text, ensure_ascii=False)[1:-1]
+        if self.encode_kind == "yaml_single":
+            return text.replace("'", "''")
+        if self.encode_kind == "yaml_block":
+            return text.replace("\n", "\n" + self.indent)
+        return text
