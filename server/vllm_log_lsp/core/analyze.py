@@ -440,6 +440,7 @@ def classify(
     """The first rule that matches, and its captures."""
     window_blob = "\n".join(window)
     frames_blob = "\n".join(frames + chain)
+    frame_items = frames + chain
     for rule in catalog.rules:
         found = None
         for pattern in rule.match:
@@ -450,9 +451,11 @@ def classify(
             continue
         if rule.phases and phase not in rule.phases:
             continue
-        if rule.frames and not any(p.search(frames_blob) for p in rule.frames):
+        if rule.frames and not any(p.search(item) for p in rule.frames for item in frame_items):
             continue
-        if rule.context and not any(p.search(window_blob) or p.search(frames_blob) for p in rule.context):
+        if rule.context and not any(
+            p.search(line) for p in rule.context for line in window + frame_items
+        ):
             continue
         captures = {k: v for k, v in found.groupdict().items() if v}
         for pattern in rule.evidence:

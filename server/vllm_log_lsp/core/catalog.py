@@ -196,13 +196,14 @@ def _compile_all(
 
 
 def _value_spec(raw: dict[str, Any]) -> ValueSpec | None:
-    keys = ("value", "capture", "derive", "default", "minimum", "maximum")
+    keys = ("value", "capture", "base_capture", "derive", "default", "minimum", "maximum")
     if not any(k in raw for k in keys):
         return None
     literal = raw.get("value")
     return ValueSpec(
         literal=None if literal is None else str(literal),
         capture=raw.get("capture"),
+        base_capture=raw.get("base_capture"),
         derive=raw.get("derive"),
         default=None if raw.get("default") is None else str(raw.get("default")),
         minimum=raw.get("minimum"),

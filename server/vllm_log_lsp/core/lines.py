@@ -70,19 +70,23 @@ def parse_line(number: int, raw: str) -> LogLine:
     clean, colmap = strip_ansi(raw)
     pos = 0
     outer_parts: list[str] = []
+    journal_unit = None
     while True:
         match = _OUTER.match(clean, pos)
         if not match or match.end() == pos:
             break
         if match.group("compose") and not _plausible_compose(clean, match):
             break
-        label = match.group("service") or match.group("unit")
-        if label:
-            outer_parts.append(label.strip("[]"))
+        if match.group("service"):
+            outer_parts.append(match.group("service").strip("[]"))
+        elif match.group("unit"):
+            # One journal interleaves a service's processes (env[12], systemd[1]): a writer, not
+            # a separate service.
+            journal_unit = match.group("unit")
         pos = match.end()
 
     process = pid = None
-    chain: list[str] = []
+    chain: list[str] = [journal_unit] if journal_unit else []
     while True:
         match = _PROCESS.match(clean, pos)
         if not match:

@@ -128,11 +128,13 @@ class ValueSpec:
     """How a fix computes a value: a literal, an evidence capture, or a derivation.
 
     Resolution order: `capture` when the log captured it; else `derive` applied to the current
-    value (launch script, else the log's launch args, else `default`); else `literal`.
+    value (launch script, else the `base_capture` evidence, else the log's launch args, else
+    `default`); else `literal`.
     """
 
     literal: str | None = None
     capture: str | None = None
+    base_capture: str | None = None
     derive: Literal["halve", "step_down", "step_up"] | None = None
     default: str | None = None
     minimum: float | None = None

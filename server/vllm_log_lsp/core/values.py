@@ -74,8 +74,10 @@ def resolve_value(
     if spec.capture and captures.get(spec.capture):
         return captures[spec.capture].replace(",", ""), "from this log"
     if spec.derive:
+        logged = captures.get(spec.base_capture or "")
         for base, origin in (
             (current, "current value in the launch script"),
+            (logged, "value in this log's error"),
             (log_value, "current value in the log's launch args"),
             (spec.default, "vLLM's default"),
         ):
