@@ -70,6 +70,7 @@ class _Scan:
     events: list[_Candidate] = field(default_factory=list)
     run_starts: list[tuple[int, str]] = field(default_factory=list)  # (line, outer)
     precursors: list[tuple[Precursor, LogLine]] = field(default_factory=list)
+    consumed: set[int] = field(default_factory=set)  # lines read as part of a traceback
 
 
 @dataclass
@@ -81,9 +82,49 @@ class _Incident:
 
 def analyze(text: str, catalog: Catalog | None = None, warnings: tuple[str, ...] = ()) -> Analysis:
     """Analyse a whole log. Never raises on any input text."""
-    catalog = catalog or catalog_mod.builtin_catalog()
-    index = LogIndex(text)
-    scan = _scan(index, catalog)
+    return Analyzer(catalog).analyze(text, warnings)
+
+
+class Analyzer:
+    """Analyses successive versions of one log, re-scanning only what a growing log appended.
+
+    When the new text extends the previous one (a tailed file reloaded by the editor), the scan
+    of everything before the last stable point is kept: the last line (it may have been
+    incomplete) and any traceback still open at the old end are read again, the rest is reused.
+    Grouping and classification are per incident and cheap, so they always run in full.
+    """
+
+    def __init__(self, catalog: Catalog | None = None) -> None:
+        self.catalog = catalog or catalog_mod.builtin_catalog()
+        self._text: str | None = None
+        self._scan: _Scan | None = None
+        self._index: LogIndex | None = None
+        self.reused_offset = 0  # how much of the text the last call did not scan again
+
+    def analyze(self, text: str, warnings: tuple[str, ...] = ()) -> Analysis:
+        index = LogIndex(text)
+        scan, start = self._reusable_scan(text, index)
+        self.reused_offset = start
+        scan = _scan(index, self.catalog, scan, start)
+        self._text, self._scan, self._index = text, scan, index
+        return _analysis(index, self.catalog, scan, warnings)
+
+    def _reusable_scan(self, text: str, index: LogIndex) -> tuple[_Scan | None, int]:
+        old, scan, old_index = self._text, self._scan, self._index
+        if old is None or scan is None or old_index is None:
+            return None, 0
+        if len(text) < len(old) or not text.startswith(old):
+            return None, 0
+        index.adopt_checkpoints(old_index, len(old))
+        stable = old_index.line_start_at(len(old))
+        for tb in scan.tracebacks:
+            if tb.open:
+                stable = min(stable, scan.offsets.get(tb.header_line, 0))
+        return _truncate_scan(scan, index.line_of(stable)), stable
+
+
+def _analysis(index: LogIndex, catalog: Catalog, scan: _Scan, warnings: tuple[str, ...]) -> Analysis:
+    text = index.text
     incidents = _group_incidents(scan)
     findings: list[Finding] = []
     runs: dict[tuple[str, int], RunSegment] = {}
@@ -98,8 +139,24 @@ def analyze(text: str, catalog: Catalog | None = None, warnings: tuple[str, ...]
         precursors=tuple(precursors),
         phases=(),
         runs=tuple(runs.values()),
-        line_count=index.line_count if len(text) < 64_000_000 else index.line_of(len(text)),
+        line_count=index.line_of(len(text)) + 1,
         warnings=warnings,
+        folds=tuple((tb.header_line, tb.last_line) for tb in scan.tracebacks if tb.last_line > tb.header_line),
+        run_starts=tuple(sorted({n for n, _ in scan.run_starts})),
+    )
+
+
+def _truncate_scan(scan: _Scan, line: int) -> _Scan:
+    """The part of a scan that lies before `line` (tracebacks that started before and closed)."""
+    return _Scan(
+        lines={n: v for n, v in scan.lines.items() if n < line},
+        offsets={n: v for n, v in scan.offsets.items() if n < line},
+        tracebacks=[tb for tb in scan.tracebacks if tb.header_line < line and not tb.open],
+        symptoms=[item for item in scan.symptoms if item[0].line < line],
+        events=[c for c in scan.events if (c.traceback.header_line if c.traceback else c.event.line) < line],
+        run_starts=[item for item in scan.run_starts if item[0] < line],
+        precursors=[item for item in scan.precursors if item[0].line < line],
+        consumed={n for n in scan.consumed if n < line},
     )
 
 
@@ -107,20 +164,21 @@ def analyze(text: str, catalog: Catalog | None = None, warnings: tuple[str, ...]
 _SCANNED_KINDS = ("symptom", "fault", "signal", "run_start", "precursor")
 
 
-def _scan(index: LogIndex, catalog: Catalog) -> _Scan:
+def _scan(index: LogIndex, catalog: Catalog, scan: _Scan | None = None, begin: int = 0) -> _Scan:
+    """Find and interpret candidate lines from offset `begin` on, adding to `scan`."""
     text = index.text
     literals = set(_BASE_LITERALS)
     for kind in _SCANNED_KINDS:
         literals.update(m.literal for m in catalog.markers_of(kind))
     starts: set[int] = set()
     for literal in literals:
-        pos = text.find(literal)
+        pos = text.find(literal, begin)
         while pos >= 0:
             start = index.line_start_at(pos)
             starts.add(start)
             pos = text.find(literal, index.line_end_at(pos))
-    scan = _Scan()
-    consumed: set[int] = set()
+    scan = scan or _Scan()
+    consumed = scan.consumed
     for start in sorted(starts):
         number = index.line_of(start)
         raw = text[start : min(index.line_end_at(start), start + MAX_LINE)]

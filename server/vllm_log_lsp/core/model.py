@@ -279,6 +279,8 @@ class Analysis:
     runs: tuple[RunSegment, ...]
     line_count: int
     warnings: tuple[str, ...] = ()  # problems with the input itself (binary data, huge lines)
+    folds: tuple[tuple[int, int], ...] = ()  # (first, last) line of each traceback
+    run_starts: tuple[int, ...] = ()  # lines where vLLM (re)started
 
     @property
     def healthy(self) -> bool:

@@ -64,6 +64,13 @@ class LogIndex:
         self._cp_offsets: list[int] = [0]
         self._cp_lines: list[int] = [0]
 
+    def adopt_checkpoints(self, other: LogIndex, limit: int) -> None:
+        """Reuse another index's line checkpoints below `limit` (the texts share that prefix)."""
+        pairs = [(o, n) for o, n in zip(other._cp_offsets, other._cp_lines) if o < limit]
+        if pairs:
+            self._cp_offsets = [o for o, _ in pairs]
+            self._cp_lines = [n for _, n in pairs]
+
     # -- counting -----------------------------------------------------------------------------
     def _breaks(self, start: int, end: int) -> int:
         """Number of line breaks in text[start:end] (a `\\r\\n` counts once)."""

@@ -64,6 +64,11 @@ class Traceback:
     preamble: str = ""  # the writer's line before the header (`Exception ignored in: ...`)
     logged: bool = False  # printed through vLLM's logger (has a LEVEL header)
     level: str | None = None
+    open: bool = False  # reading reached the end of the text: more may follow in a growing log
+
+    @property
+    def last_line(self) -> int:
+        return self.lines[-1] if self.lines else self.header_line
 
 
 def clean_message(message: str) -> str:
@@ -111,6 +116,8 @@ def read_traceback(index: LogIndex, start_offset: int, first: LogLine) -> Traceb
             continue
         if not reader.feed(line):
             break
+    else:
+        tb.open = True
     reader.finish()
     return tb
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -377,8 +378,6 @@ def _plan_merge_json(
 
 
 def _split_spelling(spelling: str) -> list[str]:
-    import shlex
-
     return shlex.split(spelling)
 
 

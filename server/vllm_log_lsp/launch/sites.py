@@ -185,7 +185,7 @@ class ArgvSite(Site):
             return planned
         try:
             edits = tuple(self._render(edit) for edit in planned.edits)
-        except _CannotRender as exc:
+        except CannotRender as exc:
             return str(exc)
         return OpPlan(edits, planned.summary)
 
@@ -199,13 +199,13 @@ class ArgvSite(Site):
         assert isinstance(edit, Append)
         last = self.parsed.end - 1
         if last < 0:
-            raise _CannotRender(f"{self.label} has no arguments to add {edit.values[0]} after")
+            raise CannotRender(f"{self.label} has no arguments to add {edit.values[0]} after")
         arg = self.args[last]
         return arg.renderer.insert_after(arg, edit.values)
 
 
-class _CannotRender(Exception):
-    pass
+class CannotRender(Exception):
+    """An edit cannot be spelled safely in this container; the message says why."""
 
 
 # ---------------------------------------------------------------------------------------------
