@@ -71,6 +71,7 @@ class _Scan:
     run_starts: list[tuple[int, str]] = field(default_factory=list)  # (line, outer)
     precursors: list[tuple[Precursor, LogLine]] = field(default_factory=list)
     consumed: set[int] = field(default_factory=set)  # lines read as part of a traceback
+    exception_lines: set[int] = field(default_factory=set)  # their `Type: message` lines
 
 
 @dataclass
@@ -157,6 +158,7 @@ def _truncate_scan(scan: _Scan, line: int) -> _Scan:
         run_starts=[item for item in scan.run_starts if item[0] < line],
         precursors=[item for item in scan.precursors if item[0].line < line],
         consumed={n for n in scan.consumed if n < line},
+        exception_lines={n for n in scan.exception_lines if n < line},
     )
 
 
@@ -192,6 +194,8 @@ def _scan(index: LogIndex, catalog: Catalog, scan: _Scan | None = None, begin: i
 def _classify_line(
     index: LogIndex, catalog: Catalog, scan: _Scan, line: LogLine, start: int, consumed: set[int]
 ) -> None:
+    if line.number in consumed and line.number not in scan.exception_lines:
+        return  # a frame, code or caret line of a traceback already read: `raise X("…")` is code
     message = line.message
     for marker in catalog.markers_of("run_start"):
         if marker.literal in line.text and marker.pattern.search(message):
@@ -221,6 +225,7 @@ def _classify_line(
     if message.rstrip().endswith(TRACEBACK_HEADER):
         tb = read_traceback(index, start, line)
         consumed.update(tb.lines)
+        scan.exception_lines.update(e.line for e in tb.chain)
         scan.tracebacks.append(tb)
         for event in tb.chain:
             scan.events.append(_Candidate(event, tier=0, traceback=tb))
@@ -593,7 +598,7 @@ def _build_finding(
         evidence.setdefault("failing_frame", f"{failing.path}:{failing.lineno} in {failing.function}")
         if event.context_lines:
             evidence.setdefault("assertion", event.context_lines[-1])
-    symptoms = tuple(s for s, _, _ in incident.symptoms if s.line != event.line)
+    symptoms = _distinct_symptoms(incident, event)
     related = tuple(
         c.event.line
         for c in scan.events
@@ -620,6 +625,19 @@ def _build_finding(
         next_steps=rule.next_steps,
         recognized=rule.family != "unrecognized",
     )
+
+
+def _distinct_symptoms(incident: _Incident, root: ExceptionEvent) -> tuple[Symptom, ...]:
+    """One symptom per line; raw copies of the root exception are copies, not symptoms."""
+    by_line: dict[int, Symptom] = {}
+    for symptom, _, _ in incident.symptoms:
+        if symptom.line == root.line:
+            continue
+        if symptom.kind == "uncaught-exception" and root.message and root.message in symptom.text:
+            continue
+        if symptom.line not in by_line or by_line[symptom.line].kind == "uncaught-exception":
+            by_line[symptom.line] = symptom
+    return tuple(sorted(by_line.values(), key=lambda s: s.line))
 
 
 def _message(rule: Rule, evidence: dict[str, str]) -> str:

@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .model import Fix, FixOp, ValueSpec
+from .model import PHASES, Fix, FixOp, ValueSpec
 from .versions import in_range
 
 if sys.version_info >= (3, 11):
@@ -126,6 +126,11 @@ class Rule:
     references: tuple[str, ...] = ()
     vllm_messages: tuple[str, ...] = ()
     next_steps: tuple[str, ...] = ()
+    # What the samples need besides their text (tests feed them to `classify`): frames of the
+    # traceback, lines near the root, the crash phase.
+    sample_frames: tuple[str, ...] = ()
+    sample_context: tuple[str, ...] = ()
+    sample_phase: str = ""
     source: str = ""  # file:line where the rule is defined
 
     def fixes_for(self, version: tuple[int, ...] | None) -> tuple[Fix, ...]:
@@ -265,6 +270,13 @@ def _parse_rule(
     if raw["family"] not in FAMILIES:
         errors.append(CatalogError(where, line, f"rule {rule_id!r}: unknown family {raw['family']!r}"))
         return None
+    phases = raw.get("phases", ())
+    for key in ("phases", "sample_phase"):
+        value = raw.get(key, ())
+        for phase in [value] if isinstance(value, str) else value:
+            if phase not in PHASES:
+                errors.append(CatalogError(where, line, f"rule {rule_id!r}: unknown phase {phase!r}"))
+                return None
     before = len(errors)
     match = _compile_all(raw.get("match"), where, line, timeout, errors)
     frames = _compile_all(raw.get("frames"), where, line, timeout, errors)
@@ -287,13 +299,16 @@ def _parse_rule(
         message=raw.get("message", ""),
         frames=frames,
         context=context,
-        phases=tuple(raw.get("phases", ())),
+        phases=tuple(phases),
         evidence=evidence,
         fixes=fixes,
         samples=tuple(raw.get("samples", ())),
         references=tuple(raw.get("references", ())),
         vllm_messages=tuple(raw.get("vllm_messages", ())),
         next_steps=tuple(raw.get("next_steps", ())),
+        sample_frames=tuple(raw.get("sample_frames", ())),
+        sample_context=tuple(raw.get("sample_context", ())),
+        sample_phase=str(raw.get("sample_phase", "")),
         source=f"{where}:{line}" if line else where,
     )
 

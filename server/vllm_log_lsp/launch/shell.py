@@ -69,7 +69,7 @@ def scan_shell(text: str) -> list[ShellCommand]:
             parsed = parse_shell(chunk)
         except Exception:  # bashlex raises assorted errors on odd input
             continue
-        commands.extend(_shifted(c, start) for c in parsed)
+        commands.extend(shifted(c, start) for c in parsed)
     return commands
 
 
@@ -96,7 +96,7 @@ def _worth_parsing(chunk: str) -> bool:
     return "vllm" in chunk.lower() or stripped.startswith("export ") or bool(re.match(r"\w+=", stripped))
 
 
-def _shifted(command: ShellCommand, offset: int) -> ShellCommand:
+def shifted(command: ShellCommand, offset: int) -> ShellCommand:
     def move(w: Word) -> Word:
         return Word(w.value, w.start + offset, w.end + offset)
 

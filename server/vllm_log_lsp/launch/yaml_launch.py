@@ -34,11 +34,11 @@ def yaml_problem(text: str) -> str | None:
         for _ in YAML(typ="safe", pure=True).load_all(text):
             pass
     except YAMLError as exc:
-        return _describe(exc)
+        return describe_yaml_error(exc)
     return None
 
 
-def _describe(exc: YAMLError) -> str:
+def describe_yaml_error(exc: YAMLError) -> str:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     where = f" at line {mark.line + 1}" if mark is not None else ""

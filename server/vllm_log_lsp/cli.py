@@ -1,0 +1,309 @@
+"""Command line: `check` logs (text or JSON), list and explain rules, and serve LSP.
+
+argparse (stdlib) is the CLI framework: the commands are few and flat, and it keeps the bundled
+VS Code server free of extra dependencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from . import __version__
+from .core.analyze import analyze
+from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
+from .core.model import PHASE_TITLES, Analysis, Finding
+from .core.text import decode_log
+
+EXIT_HEALTHY, EXIT_DEATH, EXIT_UNREADABLE = 0, 1, 2
+JSON_SCHEMA_VERSION = 1
+
+
+class Style:
+    """ANSI styling that is a no-op when colour is off."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
+
+    def bold(self, text: str) -> str:
+        return self._wrap("1", text)
+
+    def red(self, text: str) -> str:
+        return self._wrap("1;31", text)
+
+    def yellow(self, text: str) -> str:
+        return self._wrap("33", text)
+
+    def dim(self, text: str) -> str:
+        return self._wrap("2", text)
+
+    def cyan(self, text: str) -> str:
+        return self._wrap("36", text)
+
+
+def use_colour(choice: str, stream: TextIO) -> bool:
+    """Colour only on a terminal, unless forced; NO_COLOR turns `auto` off."""
+    if choice == "always":
+        return True
+    if choice == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+# -- check ------------------------------------------------------------------------------------
+def read_input(path: str) -> bytes:
+    if path == "-":
+        return sys.stdin.buffer.read()
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def finding_to_json(finding: Finding, lines: list[str] | None = None) -> dict:
+    """The documented JSON shape of one incident (see README, "check --format json")."""
+    ctx = finding.context
+    return {
+        "root_cause": {
+            "line": finding.line + 1,
+            "column": finding.root.start + 1,
+            "text": finding.root_text,
+            "cause": finding.rule_id,
+            "title": finding.title,
+            "family": finding.family,
+            "message": finding.message,
+            "recognized": finding.recognized,
+        },
+        "symptoms": [{"line": s.line + 1, "text": s.text, "kind": s.kind} for s in finding.symptoms],
+        "phase": finding.phase,
+        "phase_line": None if finding.phase_line is None else finding.phase_line + 1,
+        "evidence": finding.evidence,
+        "fixes": [
+            {
+                "title": f.title,
+                "kind": f.fix.kind,
+                "command_line": f.command_line,
+                "detail": f.fix.detail,
+                "ops": [
+                    {"op": o.op.op, "name": o.op.name, "key": o.op.key, "value": o.value, "source": o.source}
+                    for o in f.ops
+                ],
+            }
+            for f in finding.fixes
+        ],
+        "next_steps": list(finding.next_steps),
+        "explanation": finding.explanation,
+        "references": list(finding.references),
+        "context": {
+            "vllm_version": ctx.vllm_version,
+            "model": ctx.model,
+            "args": ctx.args,
+            "gpu": ctx.gpu,
+            "tensor_parallel_size": ctx.tensor_parallel_size,
+        },
+    }
+
+
+def render_text(path: str, analysis: Analysis, style: Style) -> str:
+    """Compiler-style report of one file."""
+    out: list[str] = []
+    for warning in analysis.warnings:
+        out.append(f"{path}: {style.yellow('warning')}: {warning}")
+    if not analysis.findings:
+        out.append(f"{path}: {style.dim('no engine death found')}")
+        return "\n".join(out)
+    for finding in analysis.findings:
+        out.extend(_finding_lines(path, finding, style))
+        out.append("")
+    return "\n".join(out).rstrip("\n")
+
+
+def _finding_lines(path: str, finding: Finding, style: Style) -> list[str]:
+    ctx = finding.context
+    head = f"{style.bold(f'{path}:{finding.line + 1}:')} {style.red(finding.rule_id)} — {style.bold(finding.title)}"
+    lines = [head, f"  {style.dim('|')} {_excerpt(finding.root_text)}"]
+    if finding.message != finding.title:
+        lines.append(f"  {finding.message}")
+    phase = PHASE_TITLES.get(finding.phase, finding.phase)
+    where = f" (line {finding.phase_line + 1})" if finding.phase_line is not None else ""
+    facts = [f"phase: {phase}{where}"]
+    if ctx.vllm_version:
+        facts.append(f"vLLM {ctx.vllm_version}")
+    if ctx.model:
+        facts.append(f"model {ctx.model}")
+    lines.append("  " + style.dim(" · ".join(facts)))
+    for number, fix in enumerate(finding.fixes, 1):
+        command = f": {style.cyan(fix.command_line)}" if fix.command_line else ""
+        lines.append(f"  fix {number} ({fix.fix.kind}): {fix.title}{command}")
+    for step in finding.next_steps:
+        lines.append(f"  next: {step}")
+    for symptom in finding.symptoms:
+        lines.append(f"  {style.yellow('symptom')} {path}:{symptom.line + 1}: {_excerpt(symptom.text, 100)}")
+    return lines
+
+
+def _excerpt(text: str, width: int = 160) -> str:
+    first = text.splitlines()[0] if text else ""
+    return first if len(first) <= width else first[: width - 1] + "…"
+
+
+def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
+    stdout = sys.stdout
+    style = Style(use_colour(args.color, stdout))
+    status = EXIT_HEALTHY
+    reports = []
+    for path in args.files:
+        try:
+            data = read_input(path)
+        except OSError as err:
+            message = f"cannot read {path}: {err.strerror or err}"
+            print(f"vllm-log-lsp: error: {message}", file=sys.stderr)
+            reports.append({"path": path, "error": message, "warnings": [], "incidents": []})
+            status = EXIT_UNREADABLE
+            continue
+        text, warnings = decode_log(data)
+        analysis = analyze(text, catalog, tuple(warnings))
+        if analysis.findings and status == EXIT_HEALTHY:
+            status = EXIT_DEATH
+        if args.format == "json":
+            reports.append(
+                {
+                    "path": path,
+                    "error": None,
+                    "warnings": list(analysis.warnings),
+                    "incidents": [finding_to_json(f) for f in analysis.findings],
+                }
+            )
+        else:
+            print(render_text(path if path != "-" else "<stdin>", analysis, style))
+    if args.format == "json":
+        json.dump({"version": JSON_SCHEMA_VERSION, "files": reports}, stdout, indent=2)
+        stdout.write("\n")
+    return status
+
+
+# -- rules / explain ------------------------------------------------------------------------------
+def cmd_rules(args: argparse.Namespace, catalog: Catalog) -> int:
+    rules = [r for r in catalog.rules if not args.family or r.family == args.family]
+    if args.format == "json":
+        json.dump([{"id": r.id, "title": r.title, "family": r.family} for r in rules], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    width = max((len(r.id) for r in rules), default=10)
+    for rule in rules:
+        print(f"{rule.id:<{width}}  {rule.family:<18}  {rule.title}")
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace, catalog: Catalog) -> int:
+    rule = catalog.rule(args.rule_id)
+    if rule is None:
+        print(f"vllm-log-lsp: error: no rule {args.rule_id!r} (see `vllm-log-lsp rules`)", file=sys.stderr)
+        return EXIT_UNREADABLE
+    out = [f"# {rule.title} ({rule.id})", "", f"Family: {rule.family}"]
+    if rule.summary:
+        out += ["", rule.summary]
+    if rule.explanation:
+        out += ["", rule.explanation]
+    if rule.fixes:
+        out += ["", "## Fixes, in order of preference", ""]
+        for number, fix in enumerate(rule.fixes, 1):
+            ops = ", ".join(_op_text(op) for op in fix.ops)
+            versions = f" [vLLM {fix.versions}]" if fix.versions else ""
+            out.append(f"{number}. {fix.title} ({fix.kind}){versions}{': ' + ops if ops else ''}")
+            if fix.detail:
+                out.append(f"   {fix.detail}")
+    if rule.next_steps:
+        out += ["", "## Next steps", ""] + [f"- {step}" for step in rule.next_steps]
+    if rule.samples:
+        out += ["", "## Recognises lines like", ""] + [f"    {s}" for s in rule.samples]
+    if rule.references:
+        out += ["", "## References", ""] + [f"- {ref}" for ref in rule.references]
+    print("\n".join(out))
+    return 0
+
+
+def _op_text(op) -> str:
+    value = op.value
+    shown = ""
+    if value is not None:
+        shown = (
+            value.literal
+            or (f"<{value.capture} from the log>" if value.capture else "")
+            or (f"<{value.derive.replace('_', ' ')} of the current value>" if value.derive else "")
+        )
+    if op.op == "add_flag":
+        return op.name
+    if op.op == "set_env":
+        return f"{op.name}={shown}"
+    if op.op == "merge_json":
+        return f"{op.name} {{{op.key!r}: {shown}}}"
+    return f"{op.name} {shown}"
+
+
+# -- serve --------------------------------------------------------------------------------------
+def cmd_serve(args: argparse.Namespace, catalog: Catalog) -> int:
+    from .lsp.server import run_server
+
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        run_server("tcp", host or "127.0.0.1", int(port))
+    else:
+        run_server("stdio")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vllm-log-lsp",
+        description="Turn a vLLM crash log into a diagnosis: root cause, phase and fix.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--rules", action="append", default=[], metavar="FILE", help="extra rule file (TOML); repeatable"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser("check", help="diagnose log files (exit 0: healthy, 1: engine died, 2: unreadable)")
+    check.add_argument("files", nargs="+", metavar="FILE", help="log files; - reads standard input")
+    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    check.set_defaults(handler=cmd_check)
+
+    rules = sub.add_parser("rules", help="list the cause catalog")
+    rules.add_argument("--family", help="only this family")
+    rules.add_argument("--format", choices=("text", "json"), default="text")
+    rules.set_defaults(handler=cmd_rules)
+
+    explain = sub.add_parser("explain", help="explain one cause of the catalog")
+    explain.add_argument("rule_id", metavar="ID")
+    explain.set_defaults(handler=cmd_explain)
+
+    serve = sub.add_parser("serve", help="run the language server (stdio by default)")
+    serve.add_argument("--stdio", action="store_true", help="speak LSP over stdio (the default)")
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead (for debugging)")
+    serve.set_defaults(handler=cmd_serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    catalog = catalog_with_user_files(args.rules) if args.rules else builtin_catalog()
+    for error in catalog.errors:
+        print(f"vllm-log-lsp: rule error: {error}", file=sys.stderr)
+    try:
+        return args.handler(args, catalog)
+    except BrokenPipeError:  # `check … | head`
+        return EXIT_HEALTHY
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
