@@ -14,11 +14,12 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from dockerfile_parse import DockerfileParser
 
 from .argv import find_entry
-from .shell import ShellCommand, ShellRenderer, Word, scan_shell
+from .shell import ShellRenderer, scan_shell
 from .sites import Arg, ArgvSite, OpPlan, Site, quote_like
 from .text import Edit, LineIndex, SourceMap
 from .yaml_launch import is_vllm_image
@@ -58,10 +59,11 @@ def dockerfile_problem(text: str) -> str | None:
     except Exception as exc:  # dockerfile-parse raises assorted errors
         return f"cannot parse Dockerfile: {exc}"
     for ins in found:
-        if ins.keyword in ("CMD", "ENTRYPOINT", "RUN") and text[ins.args_start : ins.end].startswith("["):
-            if _exec_args(text, ins) is None:
-                line = LineIndex(text).position(ins.start)[0] + 1
-                return f"{ins.keyword} at line {line} is not a valid JSON array"
+        # Docker would run a broken array as a shell command; for a vLLM launch that is a bug
+        exec_form = ins.keyword in ("CMD", "ENTRYPOINT") and _is_exec(text, ins)
+        if exec_form and _exec_args(text, ins) is None:
+            line = LineIndex(text).position(ins.start)[0] + 1
+            return f"{ins.keyword} at line {line} is not a valid JSON array"
     return None
 
 
@@ -118,18 +120,19 @@ class JsonArrayRenderer:
         return Edit(arg.start, arg.end, _json(value))
 
     def insert_after(self, arg: Arg, values: Sequence[str]) -> Edit:
-        separator = self._separator()
-        return Edit(arg.end, arg.end, "".join(separator + _json(v) for v in values))
+        # one group (a flag and its value) per line when the array is laid out on lines
+        items = [_json(v) for v in values]
+        text = self._separator() + ", ".join(items)
+        return Edit(arg.end, arg.end, text)
 
     def insert_before(self, arg: Arg, values: Sequence[str]) -> Edit:
-        separator = self._separator()
-        return Edit(arg.start, arg.start, "".join(_json(v) + separator for v in values))
+        return Edit(arg.start, arg.start, "".join(_json(v) + ", " for v in values))
 
     def _separator(self) -> str:
-        """What stands between the last two elements (`, ` or `, \\` + newline + indent)."""
-        if len(self.items) >= 2:
-            between = self.text[self.items[-2][2] : self.items[-1][1]]
-            if between.strip(" \t\n\\") == ",":
+        """The last element separator that ends a line (comma, backslash, newline), else `, `."""
+        for previous, following in reversed(list(pairwise(self.items))):
+            between = self.text[previous[2] : following[1]]
+            if "\n" in between and between.strip(" \t\n\\") == ",":
                 return between
         return ", "
 
@@ -229,7 +232,9 @@ def _stage_site(text: str, stage: list[Instruction]) -> Site | None:
     envs = [i for i in stage if i.keyword == "ENV" and i.start < parts[0].start]
     env = DockerEnv(text, envs, parts[0])
     label = " + ".join(i.keyword for i in parts)
-    return ArgvSite("dockerfile", label, parts[0].start, parts[-1].end, args, entry, env, image=image)
+    return ArgvSite(
+        "dockerfile", label, parts[0].start, parts[-1].end, args, entry, env, image=image
+    )
 
 
 def _from_image(value: str) -> str | None:
@@ -255,9 +260,5 @@ def _instruction_args(text: str, ins: Instruction) -> list[Arg] | None:
         return None
     # a shell-form CMD is one command line; take the command that starts vLLM, else the first
     chosen = next((c for c in commands if find_entry([w.value for w in c.words])), commands[0])
-    command = ShellCommand(chosen.words, chosen.assignments, chosen.start, chosen.end)
-    renderer = ShellRenderer(source, smap, command)
-    return [Arg(w.value, w.start, w.end, renderer) for w in command.words]
-
-
-__all__ = ["DockerEnv", "Instruction", "Word", "dockerfile_problem", "dockerfile_sites", "instructions"]
+    renderer = ShellRenderer(source, smap, chosen)
+    return [Arg(w.value, w.start, w.end, renderer) for w in chosen.words]

@@ -10,7 +10,15 @@ from ruamel.yaml.error import YAMLError
 from .dockerfile import dockerfile_problem, dockerfile_sites
 from .model import Format
 from .python_launch import python_problem, python_sites
-from .shell import check_shell, logical_lines, parse_shell, scan_shell, shell_sites, shifted
+from .shell import (
+    check_shell,
+    logical_lines,
+    parse_shell,
+    scan_shell,
+    shell_sites,
+    shifted,
+    without_prompt,
+)
 from .sites import Malformed, Site
 from .text import SourceMap
 from .yaml_launch import describe_yaml_error, yaml_problem, yaml_sites
@@ -32,7 +40,9 @@ def file_kind(path: str, text: str | None = None) -> str | None:
         return "python"
     if lower.endswith((".yaml", ".yml")):
         return "yaml"
-    if lower in ("dockerfile", "containerfile") or lower.startswith(("dockerfile.", "containerfile.")):
+    if lower in ("dockerfile", "containerfile") or lower.startswith(
+        ("dockerfile.", "containerfile.")
+    ):
         return "dockerfile"
     if lower.endswith((".dockerfile", ".containerfile")):
         return "dockerfile"
@@ -86,7 +96,7 @@ def _text_sites(text: str) -> list[Site]:
             commands = parse_shell(chunk)
         except Exception:  # bashlex raises assorted errors on prose
             continue
-        moved = [shifted(c, start) for c in commands]
+        moved = [without_prompt(shifted(c, start)) for c in commands]
         sites.extend(shell_sites(text, smap, "text", moved, env_mode="inline"))
     return sites
 

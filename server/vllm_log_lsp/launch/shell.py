@@ -28,6 +28,8 @@ from .sites import Arg, ArgvSite, EnvTarget, OpPlan, Site, join_words, quote_lik
 from .text import Edit, LineIndex, SourceMap
 
 EnvMode = Literal["file", "inline"]
+_PROMPTS = ("$", "%", "#")  # a shell prompt copied into docs: `$ vllm serve …`
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
 
 
 @dataclass
@@ -59,7 +61,13 @@ def scan_shell(text: str) -> list[ShellCommand]:
     """Like `parse_shell`, but never fails: falls back to parsing line by line."""
     try:
         return parse_shell(text)
-    except (bashlex.errors.ParsingError, NotImplementedError, AttributeError, IndexError, TypeError):
+    except (
+        bashlex.errors.ParsingError,
+        NotImplementedError,
+        AttributeError,
+        IndexError,
+        TypeError,
+    ):
         pass
     commands: list[ShellCommand] = []
     for start, chunk in logical_lines(text):
@@ -93,7 +101,11 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
 
 def _worth_parsing(chunk: str) -> bool:
     stripped = chunk.lstrip()
-    return "vllm" in chunk.lower() or stripped.startswith("export ") or bool(re.match(r"\w+=", stripped))
+    return (
+        "vllm" in chunk.lower()
+        or stripped.startswith("export ")
+        or bool(re.match(r"\w+=", stripped))
+    )
 
 
 def shifted(command: ShellCommand, offset: int) -> ShellCommand:
@@ -106,6 +118,18 @@ def shifted(command: ShellCommand, offset: int) -> ShellCommand:
         command.start + offset,
         command.end + offset,
     )
+
+
+def without_prompt(command: ShellCommand) -> ShellCommand:
+    """`$ NAME=1 vllm serve …` from docs: drop the prompt, read `NAME=1` as an assignment."""
+    if not command.words or command.words[0].value not in _PROMPTS:
+        return command
+    words = command.words[1:]
+    assignments = list(command.assignments)
+    while words and _ASSIGNMENT.match(words[0].value):
+        assignments.append(words.pop(0))
+    start = (assignments or words or command.words)[0].start
+    return ShellCommand(words, assignments, start, command.end)
 
 
 def _collect(node: bashlex.ast.node, out: list[ShellCommand]) -> None:
@@ -264,7 +288,7 @@ class ShellEnv:
             indent = line[: len(line) - len(line.lstrip())]
             edit = Edit(line_start, line_start, f"{indent}export {assignment}\n")
         else:
-            first = (self.command.words or self.command.assignments)[0]
+            first = (self.command.assignments or self.command.words)[0]
             edit = Edit(first.start, first.start, assignment + " ")
         return OpPlan((self.smap.to_file(edit),), f"added {assignment}")
 

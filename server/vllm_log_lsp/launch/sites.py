@@ -16,9 +16,18 @@ from typing import Protocol
 
 from ..core.model import FixOp
 from ..core.versions import Version
-from .argv import Append, ArgEdit, Entry, InsertBefore, Replace, VllmArgs, current_value
+from .argv import (
+    Append,
+    ArgEdit,
+    Entry,
+    InsertBefore,
+    Replace,
+    VllmArgs,
+    current_value,
+    parse_vllm_args,
+    plan_flag_op,
+)
 from .argv import image_version as tag_version
-from .argv import parse_vllm_args, plan_flag_op
 from .model import Format, Invocation, SourceRange
 from .text import Edit, LineIndex
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -84,31 +85,48 @@ def apply_edits(text: str, edits: Iterable[Edit]) -> str:
 
 
 def diff_edits(old: str, new: str) -> list[TextEdit]:
-    """Minimal-ish TextEdits turning `old` into `new`: a line diff, trimmed to characters."""
-    old_lines = old.splitlines(keepends=True)
-    new_lines = new.splitlines(keepends=True)
+    """Small TextEdits turning `old` into `new`: a line diff, refined by a token diff.
+
+    Tokens (words, runs of blanks, single punctuation marks) keep an edit like
+    `256` → `128` whole instead of splitting it around a shared digit.
+    """
     index = LineIndex(old)
-    old_starts = [0]
-    for line in old_lines:
-        old_starts.append(old_starts[-1] + len(line))
-    new_starts = [0]
-    for line in new_lines:
-        new_starts.append(new_starts[-1] + len(line))
     edits: list[TextEdit] = []
-    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for start, end, text in _diff(old, new):
+        (sl, sc), (el, ec) = index.position(start), index.position(end)
+        edits.append(TextEdit(sl, sc, el, ec, text))
+    return edits
+
+
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+def _diff(old: str, new: str) -> list[tuple[int, int, str]]:
+    """(start, end, new text) in `old` offsets."""
+    out: list[tuple[int, int, str]] = []
+    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    old_starts, new_starts = _starts(old_lines), _starts(new_lines)
+    lines = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in lines.get_opcodes():
         if tag == "equal":
             continue
-        a_start, a_end = old_starts[i1], old_starts[i2]
-        b_start, b_end = new_starts[j1], new_starts[j2]
-        a_text, b_text = old[a_start:a_end], new[b_start:b_end]
-        prefix = _common_prefix(a_text, b_text)
-        suffix = _common_suffix(a_text[prefix:], b_text[prefix:])
-        start = a_start + prefix
-        end = a_end - suffix
-        (sl, sc), (el, ec) = index.position(start), index.position(end)
-        edits.append(TextEdit(sl, sc, el, ec, b_text[prefix : len(b_text) - suffix]))
-    return edits
+        a_start, b_start = old_starts[i1], new_starts[j1]
+        a_text, b_text = old[a_start : old_starts[i2]], new[b_start : new_starts[j2]]
+        a_tokens, b_tokens = _TOKEN.findall(a_text), _TOKEN.findall(b_text)
+        a_offsets, b_offsets = _starts(a_tokens), _starts(b_tokens)
+        tokens = difflib.SequenceMatcher(a=a_tokens, b=b_tokens, autojunk=False)
+        for ttag, k1, k2, m1, m2 in tokens.get_opcodes():
+            if ttag != "equal":
+                text = b_text[b_offsets[m1] : b_offsets[m2]]
+                out.append((a_start + a_offsets[k1], a_start + a_offsets[k2], text))
+    return out
+
+
+def _starts(parts: Sequence[str]) -> list[int]:
+    starts = [0]
+    for part in parts:
+        starts.append(starts[-1] + len(part))
+    return starts
 
 
 def apply_text_edits(text: str, edits: Sequence[TextEdit]) -> str:
@@ -117,7 +135,11 @@ def apply_text_edits(text: str, edits: Sequence[TextEdit]) -> str:
     return apply_edits(
         text,
         [
-            Edit(index.offset(e.start_line, e.start_col), index.offset(e.end_line, e.end_col), e.new_text)
+            Edit(
+                index.offset(e.start_line, e.start_col),
+                index.offset(e.end_line, e.end_col),
+                e.new_text,
+            )
             for e in edits
         ],
     )
@@ -134,24 +156,6 @@ def unified_diff(old: str, new: str, path: str = "launch script", context: int =
             n=context,
         )
     )
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _common_suffix(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(reversed(a), reversed(b)):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 @dataclass

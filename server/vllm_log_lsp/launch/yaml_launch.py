@@ -25,7 +25,7 @@ from .text import Edit, LineIndex, SourceMap
 
 _WORKLOAD_KINDS = ("Pod", "Deployment", "StatefulSet", "Job", "DaemonSet", "ReplicaSet", "CronJob")
 _SHELLS = ("sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env bash", "/usr/bin/bash")
-_YAML11_WORDS = frozenset("y n yes no on off true false null ~".split())
+_YAML11_WORDS = frozenset(["y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"])
 
 
 def yaml_problem(text: str) -> str | None:
@@ -153,7 +153,9 @@ def _quoted_map(text: str, start: int, end: int, quote: str) -> SourceMap | None
             i += 2
             continue
         if quote == '"' and ch == "\\":
-            escaped = {"\\": "\\", '"': '"', "/": "/", "n": "\n", "t": "\t"}.get(text[i + 1 : i + 2])
+            escaped = {"\\": "\\", '"': '"', "/": "/", "n": "\n", "t": "\t"}.get(
+                text[i + 1 : i + 2]
+            )
             if escaped is None:
                 return None
             decoded.append(escaped)
@@ -245,12 +247,16 @@ class YamlSeqRenderer:
         self.nodes = {n.start_mark.index: n for n in self.seq.value if isinstance(n, ScalarNode)}
 
     def _style(self, arg: Arg) -> str | None:
-        style = self.nodes[arg.start].style
-        return None if style in ("|", ">") else style
+        """The quoting most items of the sequence use (the anchor's on a tie)."""
+        styles = [None if n.style in ("|", ">") else n.style for n in self.nodes.values()]
+        anchor = self.nodes[arg.start].style
+        anchor = None if anchor in ("|", ">") else anchor
+        return max(dict.fromkeys([anchor, *styles]), key=styles.count)
 
     def replace(self, arg: Arg, value: str) -> Edit:
         node = self.nodes[arg.start]
-        return Edit(arg.start, arg.end, render_scalar(value, self._style(arg), self.flow, node.value))
+        style = None if node.style in ("|", ">") else node.style  # keep this item's quoting
+        return Edit(arg.start, arg.end, render_scalar(value, style, self.flow, node.value))
 
     @property
     def flow(self) -> bool:

@@ -1,0 +1,99 @@
+"""Walking workspace folders for files that start vLLM, within bounds."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from .apply import invocations_in_text
+from .formats import file_kind
+from .model import Discovery, DiscoveryOptions, Invocation, SkippedFile
+from .sites import Malformed
+
+_SNIFF_BYTES = 8192
+
+
+def discover(roots: Sequence[str], options: DiscoveryOptions | None = None) -> Discovery:
+    """Every vLLM invocation under `roots` (files in sorted order, invocations in file order).
+
+    Skips VCS folders, virtual environments, `node_modules`, caches, files larger than
+    `options.max_file_bytes`, binary files and files that do not mention vLLM. Files that
+    look like launch files but do not parse are reported in `skipped`.
+    """
+    options = options or DiscoveryOptions()
+    invocations: list[Invocation] = []
+    skipped: list[SkippedFile] = []
+    scanned = 0
+    truncated = False
+    for path in iter_files(roots, options):
+        if scanned >= options.max_files:
+            truncated = True
+            break
+        scanned += 1
+        text = read_text(path, options.max_file_bytes)
+        if text is None or "vllm" not in text.lower() or file_kind(path, text) is None:
+            continue
+        try:
+            invocations.extend(invocations_in_text(path, text))
+        except Malformed as exc:
+            skipped.append(SkippedFile(path, str(exc)))
+    return Discovery(tuple(invocations), tuple(skipped), scanned, truncated)
+
+
+def iter_files(roots: Sequence[str], options: DiscoveryOptions) -> Iterator[str]:
+    """Candidate files under `roots`, pruned by folder names and the include/exclude globs."""
+    for root in roots:
+        if os.path.isfile(root):
+            yield root
+            continue
+        for folder, dirs, files in os.walk(root):
+            rel_folder = os.path.relpath(folder, root)
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if d not in options.skip_dirs
+                and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))  # any venv
+                and not _excluded(_join(rel_folder, d), options)
+            )
+            for name in sorted(files):
+                rel = _join(rel_folder, name)
+                if _excluded(rel, options):
+                    continue
+                if options.include and not any(_match(rel, g) for g in options.include):
+                    continue
+                if file_kind(name) is None and not options.include and "." in name:
+                    continue  # not a launch format and not a possible extension-less script
+                yield os.path.join(folder, name)
+
+
+def read_text(path: str, max_bytes: int) -> str | None:
+    """The file's text, or None when it is too big, binary, unreadable or not UTF-8."""
+    try:
+        if os.path.getsize(path) > max_bytes:
+            return None
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    if b"\0" in data[:_SNIFF_BYTES]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _join(folder: str, name: str) -> str:
+    return name if folder in (".", "") else f"{folder}/{name}".replace(os.sep, "/")
+
+
+def _excluded(rel: str, options: DiscoveryOptions) -> bool:
+    return any(_match(rel, g) for g in options.exclude)
+
+
+def _match(rel: str, glob: str) -> bool:
+    """fnmatch on the relative path, or on the name alone for globs without a slash."""
+    if "/" not in glob:
+        return fnmatch.fnmatch(rel.rsplit("/", 1)[-1], glob) or fnmatch.fnmatch(rel, glob)
+    return fnmatch.fnmatch(rel, glob)
