@@ -269,7 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    check = sub.add_parser("check", help="diagnose log files (exit 0: healthy, 1: engine died, 2: unreadable)")
+    check = sub.add_parser(
+        "check", help="diagnose log files (exit 0: healthy, 1: engine died, 2: unreadable)"
+    )
     check.add_argument("files", nargs="+", metavar="FILE", help="log files; - reads standard input")
     check.add_argument("--format", choices=("text", "json"), default="text")
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")

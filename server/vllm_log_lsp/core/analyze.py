@@ -31,7 +31,6 @@ from .model import (
     ResolvedFix,
     RunContext,
     RunSegment,
-    Span,
     Symptom,
 )
 from .text import LogIndex
@@ -142,7 +141,9 @@ def _analysis(index: LogIndex, catalog: Catalog, scan: _Scan, warnings: tuple[st
         runs=tuple(runs.values()),
         line_count=index.line_of(len(text)) + 1,
         warnings=warnings,
-        folds=tuple((tb.header_line, tb.last_line) for tb in scan.tracebacks if tb.last_line > tb.header_line),
+        folds=tuple(
+            (tb.header_line, tb.last_line) for tb in scan.tracebacks if tb.last_line > tb.header_line
+        ),
         run_starts=tuple(sorted({n for n, _ in scan.run_starts})),
     )
 
@@ -254,10 +255,19 @@ def _event_from_line(line: LogLine, kind: str, type_name: str, message: str) -> 
 
 
 # -- 2. incidents ----------------------------------------------------------------------------
-def _run_index(scan: _Scan, line: int, outer: str) -> int:
-    """Which run of this runtime prefix a line belongs to (count of run starts before it)."""
-    starts = [n for n, o in scan.run_starts if o == outer or not o or not outer]
-    return bisect.bisect_right(starts, line)
+def _run_lines(scan: _Scan, outer: str) -> list[int]:
+    """Lines where runs of this runtime prefix start. A banner and the args line a few lines
+    later start one run: starts with no symptom between them are merged into the first."""
+    starts = sorted({n for n, o in scan.run_starts if o == outer or not o or not outer})
+    deaths = sorted(s.line for s, _, _ in scan.symptoms)
+    merged: list[int] = []
+    for line in starts:
+        if merged:
+            between = bisect.bisect_left(deaths, line) - bisect.bisect_left(deaths, merged[-1])
+            if between == 0:
+                continue
+        merged.append(line)
+    return merged
 
 
 def _group_incidents(scan: _Scan) -> list[_Incident]:
@@ -265,9 +275,12 @@ def _group_incidents(scan: _Scan) -> list[_Incident]:
     anchors = list(scan.symptoms)
     anchors.extend(_uncaught_tracebacks(scan))
     anchors.sort(key=lambda item: item[0].line)
+    run_lines: dict[str, list[int]] = {}
     for symptom, marker, line in anchors:
         outer = line.outer or ""
-        key = (outer, _run_index(scan, symptom.line, outer))
+        if outer not in run_lines:
+            run_lines[outer] = _run_lines(scan, outer)
+        key = (outer, bisect.bisect_right(run_lines[outer], symptom.line))
         incident = incidents.setdefault(key, _Incident(outer, key[1]))
         incident.symptoms.append((symptom, marker, line))
     ordered = sorted(incidents.values(), key=lambda inc: inc.symptoms[0][0].line)
@@ -293,7 +306,9 @@ def _attach_unprefixed(incidents: list[_Incident]) -> list[_Incident]:
     return merged
 
 
-_UNCAUGHT = Marker("symptom", "uncaught-exception", "", catalog_mod.compile_pattern("."), "Uncaught exception")
+_UNCAUGHT = Marker(
+    "symptom", "uncaught-exception", "", catalog_mod.compile_pattern("."), "Uncaught exception"
+)
 
 
 def _uncaught_tracebacks(scan: _Scan) -> list[tuple[Symptom, Marker, LogLine]]:
@@ -309,7 +324,9 @@ def _uncaught_tracebacks(scan: _Scan) -> list[tuple[Symptom, Marker, LogLine]]:
         if last.type_name in ("SystemExit",) and last.message.strip() in ("", "0"):
             continue
         line = scan.lines.get(tb.header_line) or LogLine(last.line, "", "", 0, stream=tb.stream)
-        symptom = Symptom(last.line, last.span, "uncaught-exception", "The process died of an uncaught exception", last.text)
+        symptom = Symptom(
+            last.line, last.span, "uncaught-exception", "The process died of an uncaught exception", last.text
+        )
         found.append((symptom, _UNCAUGHT, line))
     return found
 
@@ -381,7 +398,9 @@ def _choose_root(
 
     pools = [_unwrap(catalog, c) for c in scan.events]
     before = [c for c in pools if eligible(c, max(lo_line, healthy + 1), last_death)]
-    after = [c for c in pools if eligible(c, last_death + 1, min(next_run_line - 1, last_death + _LATE_WINDOW))]
+    after = [
+        c for c in pools if eligible(c, last_death + 1, min(next_run_line - 1, last_death + _LATE_WINDOW))
+    ]
     for tier in (0, 1):
         for group in (before, after):
             chosen = [c for c in group if c.tier == tier]
@@ -420,6 +439,7 @@ def _unwrap(catalog: Catalog, cand: _Candidate) -> _Candidate:
 
 def _symptom_as_root(incident: _Incident) -> _Candidate:
     """No exception at all: the most telling symptom stands for the cause."""
+
     def telling(item: tuple[Symptom, Marker, LogLine]) -> tuple[int, int]:
         symptom, marker, _ = item
         found = marker.pattern.search(symptom.text)
@@ -449,7 +469,7 @@ def _diagnose(
     incident: _Incident,
     runs: dict[tuple[str, int], RunSegment],
 ) -> Finding | None:
-    run_lines = sorted(n for n, o in scan.run_starts if o == incident.outer or not o or not incident.outer)
+    run_lines = _run_lines(scan, incident.outer)
     run_start = run_lines[incident.run_index - 1] if incident.run_index > 0 else 0
     next_run = run_lines[incident.run_index] if incident.run_index < len(run_lines) else 1 << 60
     cand = _choose_root(index, catalog, scan, incident, (run_start, next_run)) or _symptom_as_root(incident)
@@ -478,7 +498,9 @@ def _chain_texts(scan: _Scan, cand: _Candidate) -> list[str]:
     # Copies of the same exception elsewhere (EngineCore re-raise, API server) add context.
     needle = cand.event.message[:80]
     if needle:
-        texts.extend(c.event.text for c in scan.events if c.event.line != cand.event.line and needle in c.event.message)
+        texts.extend(
+            c.event.text for c in scan.events if c.event.line != cand.event.line and needle in c.event.message
+        )
     if cand.inner_text:
         texts.insert(0, cand.inner_text)
     return texts[:50]
@@ -516,9 +538,7 @@ def classify(
             continue
         if rule.frames and not any(p.search(item) for p in rule.frames for item in frame_items):
             continue
-        if rule.context and not any(
-            p.search(line) for p in rule.context for line in window + frame_items
-        ):
+        if rule.context and not any(p.search(line) for p in rule.context for line in window + frame_items):
             continue
         captures = {k: v for k, v in found.groupdict().items() if v}
         for pattern in rule.evidence:
@@ -533,7 +553,9 @@ def classify(
     return None, {}
 
 
-def _phase_for(index: LogIndex, catalog: Catalog, frames: list[str], lo: int, hi: int) -> tuple[str, int | None]:
+def _phase_for(
+    index: LogIndex, catalog: Catalog, frames: list[str], lo: int, hi: int
+) -> tuple[str, int | None]:
     """The crash phase: from the root's frames when they tell, else the last marker before it."""
     for frame in reversed(frames):  # innermost call first: it tells the most
         for marker in catalog.markers_of("phase_frame"):
@@ -593,7 +615,12 @@ def _build_finding(
         if all(op is not None for op in ops):
             fixes.append(ResolvedFix(fix, tuple(op for op in ops if op is not None)))
     evidence = dict(captures)
-    if event.kind == "python" and event.type_name.endswith("AssertionError") and not event.message and event.frames:
+    if (
+        event.kind == "python"
+        and event.type_name.endswith("AssertionError")
+        and not event.message
+        and event.frames
+    ):
         failing = event.frames[-1]
         evidence.setdefault("failing_frame", f"{failing.path}:{failing.lineno} in {failing.function}")
         if event.context_lines:
@@ -677,4 +704,3 @@ def _precursors_for(scan: _Scan, findings: list[Finding]) -> list[Precursor]:
     last = max(max((s.line for s in f.symptoms), default=f.line) for f in findings)
     last = max(last, max(f.line for f in findings))
     return [p for p, _ in scan.precursors if p.line <= last]
-

@@ -144,4 +144,3 @@ def _plausible_compose(clean: str, match: re.Match[str]) -> bool:
         or "  " in match.group(0)
         or not rest
     )
-

@@ -39,7 +39,7 @@ def run_boundaries(run_starts: tuple[int, ...] | list[int], line_count: int) -> 
         if line - starts[-1] > _SAME_RUN_LINES:
             starts.append(line)
     ends = [s - 1 for s in starts[1:]] + [max(line_count - 1, 0)]
-    return list(zip(starts, ends))
+    return list(zip(starts, ends, strict=True))
 
 
 def build_outline(text: str, analysis: Analysis, catalog: Catalog | None = None) -> list[RunOutline]:

@@ -66,7 +66,7 @@ class LogIndex:
 
     def adopt_checkpoints(self, other: LogIndex, limit: int) -> None:
         """Reuse another index's line checkpoints below `limit` (the texts share that prefix)."""
-        pairs = [(o, n) for o, n in zip(other._cp_offsets, other._cp_lines) if o < limit]
+        pairs = [(o, n) for o, n in zip(other._cp_offsets, other._cp_lines, strict=True) if o < limit]
         if pairs:
             self._cp_offsets = [o for o, _ in pairs]
             self._cp_lines = [n for _, n in pairs]

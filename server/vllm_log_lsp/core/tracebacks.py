@@ -42,9 +42,42 @@ STANDALONE_EXCEPTION = re.compile(
 )
 _RAY_DEDUP = re.compile(r"\s*\[repeated \d+x across cluster\](?: \(Ray deduplicates.*)?$")
 _KEYWORDS = frozenset(
-    "and as assert async await break class continue def del elif else except finally for from "
-    "global if import in is lambda nonlocal not or pass raise return try while with yield "
-    "match case".split()
+    [
+        "and",
+        "as",
+        "assert",
+        "async",
+        "await",
+        "break",
+        "class",
+        "continue",
+        "def",
+        "del",
+        "elif",
+        "else",
+        "except",
+        "finally",
+        "for",
+        "from",
+        "global",
+        "if",
+        "import",
+        "in",
+        "is",
+        "lambda",
+        "nonlocal",
+        "not",
+        "or",
+        "pass",
+        "raise",
+        "return",
+        "try",
+        "while",
+        "with",
+        "yield",
+        "match",
+        "case",
+    ]
 )
 
 # Stop reading a traceback after this many lines of the same writer that fit nowhere.
@@ -85,8 +118,11 @@ def looks_like_exception(message: str) -> re.Match[str] | None:
     if not match:
         return None
     type_name = match.group("type")
-    if type_name in _KEYWORDS or (match.group("message") is None and "." not in type_name and
-                                  not type_name.endswith(("Error", "Exception", "Interrupt", "Exit"))):
+    if type_name in _KEYWORDS or (
+        match.group("message") is None
+        and "." not in type_name
+        and not type_name.endswith(("Error", "Exception", "Interrupt", "Exit"))
+    ):
         return None
     return match
 
@@ -150,12 +186,14 @@ class _ChainReader:
         if _CARETS.match(message) or _ELISION.match(message):
             self.tb.lines.append(line.number)
             return True
-        if self.state == "code" and (message[:1].isspace() or not self.code_taken):
-            if message[:1].isspace() or not looks_like_exception(message):
-                self.code_taken = True
-                self.context.append(stripped)
-                self.tb.lines.append(line.number)
-                return True
+        indented = message[:1].isspace()
+        # Code under a frame is indented; in a paste that lost its indentation, the first line
+        # after a frame is still code unless it reads like the exception.
+        if self.state == "code" and (indented or (not self.code_taken and not looks_like_exception(message))):
+            self.code_taken = True
+            self.context.append(stripped)
+            self.tb.lines.append(line.number)
+            return True
         match = looks_like_exception(message)
         if match and (self.frames or self.tb.chain or self.state == "code"):
             self._start_exception(line, match)
@@ -211,12 +249,12 @@ class _ChainReader:
                 return True
             return False  # a new, separate traceback from the same writer
         if self.state == "exception" and self.current is not None:
-            continues = message[:1].isspace() or not self.current["message"]
+            indented = message[:1].isspace()
+            continues = indented or (not self.current["message"] and not looks_like_exception(message))
             if continues and len(self.current["message"]) < _MAX_MESSAGE_LINES:
-                if not looks_like_exception(message) or message[:1].isspace():
-                    self.current["message"].append(stripped)
-                    self.tb.lines.append(line.number)
-                    return True
+                self.current["message"].append(stripped)
+                self.tb.lines.append(line.number)
+                return True
         return False
 
     def _close_exception(self) -> None:
@@ -263,4 +301,3 @@ def standalone_exception(line: LogLine) -> ExceptionEvent | None:
         kind="python",
         process=line.process,
     )
-

@@ -1,0 +1,1 @@
+"""pytest configuration shared by every test folder (helpers live in support.py)."""

@@ -1,0 +1,32 @@
+"""Shared test helpers: fixture paths and the labelled corpus (copied from ../shared/corpus)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CRASH = FIXTURES / "crash"
+HEALTHY = FIXTURES / "healthy"
+FORMATS = FIXTURES / "formats"
+
+
+def crash_labels() -> list[dict]:
+    """The labelled crash logs: file, root_cause_line (1-based), symptom_lines, category, phase."""
+    with open(CRASH / "labels.jsonl", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def healthy_logs() -> list[Path]:
+    return sorted(HEALTHY.glob("*.log"))
+
+
+def read_log(path: Path) -> str:
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
+def lsp_lines(text: str) -> list[str]:
+    """Split like LSP: on \\r\\n, \\r and \\n (a reference for the index under test)."""
+    import re
+
+    return re.split(r"\r\n|\r|\n", text)
