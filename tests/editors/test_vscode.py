@@ -1,0 +1,496 @@
+"""The VS Code extension: its .vsix, its node-side unit tests, and an end-to-end run in real VS Code.
+
+The end-to-end test starts code-server (VS Code 1.100.3 in the browser) on 127.0.0.1 with a fresh user-data
+dir, extensions dir and HOME, installs the built .vsix, opens a workspace holding a real vLLM crash log and a
+launch script, and drives it with headless Chromium (tests/editors/vscode/e2e.mjs) like a user: language
+mode, Problems panel, hover, go to definition, quick fix.
+
+`scripts/install/40-vscode.sh` installs code-server, playwright-core, chromium and builds the .vsix. Without
+them the tests skip, or fail when CI is set. Nothing is downloaded here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CLIENT = ROOT / "vscode-client"
+E2E = ROOT / "tests" / "editors" / "vscode"
+WORKSPACE_FIXTURE = ROOT / "tests" / "editors" / "fixtures" / "vscode-workspace"
+ARTIFACTS = ROOT / "test-artifacts"
+CODE_SERVER = E2E / "node_modules" / ".bin" / "code-server"
+CHROMIUM = Path(os.environ.get("VLLM_LOG_CHROMIUM", "/usr/bin/chromium"))
+
+# The crash logs in the workspace, with the lines from /work/shared/corpus/crash/labels.jsonl (1-based).
+# vllm-serve-crash.log is corpus 005.log: NPU out of memory while serving (vllm-ascend 0.11, TP=4);
+# EngineCore re-raises the worker's OOM as "RuntimeError: Worker failed with error ..." on line 29, and the
+# API server's EngineDeadError follows on lines 42 and 59. Its name matches `*vllm*.log` -> vLLM Log.
+LOG = "vllm-serve-crash.log"
+LOG_ROOT_CAUSE_LINE = 29
+LOG_SYMPTOM_LINE = 42
+# server-041.log is corpus 041.log: CUDA OOM in the encoder's memory profiling (line 109); it opens in
+# VS Code's own Log language, and the server must still diagnose it.
+PLAIN_LOG = "server-041.log"
+PLAIN_LOG_ROOT_CAUSE_LINE = 109
+SCRIPT = "serve.sh"
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def _unavailable(reason: str):
+    if _in_ci():
+        pytest.fail(f"{reason} (CI is set: run scripts/install/40-vscode.sh)")
+    pytest.skip(f"{reason}: run scripts/install/40-vscode.sh")
+
+
+def _vsix() -> Path:
+    found = sorted(CLIENT.glob("vllm-log-*.vsix"), key=lambda p: p.stat().st_mtime)
+    if not found:
+        _unavailable("no vscode-client/vllm-log-*.vsix")
+    return found[-1]
+
+
+def _server_landed() -> bool:
+    """Temporary, while the language server is being written: does `vllm_log_lsp serve` exist yet?"""
+    return (ROOT / "server" / "vllm_log_lsp" / "lsp" / "server.py").exists()
+
+
+# ------------------------------------------------------------------------------------------------------
+# The package
+
+
+@pytest.fixture(scope="module")
+def vsix_tree(tmp_path_factory) -> Path:
+    vsix = _vsix()
+    out = tmp_path_factory.mktemp("vsix")
+    with zipfile.ZipFile(vsix) as z:
+        bad = z.testzip()
+        assert bad is None, f"corrupt member {bad} in {vsix.name}"
+        z.extractall(out)
+    return out / "extension"
+
+
+def test_vsix_manifest(vsix_tree: Path):
+    manifest = json.loads((vsix_tree / "package.json").read_text())
+    assert manifest["name"] == "vllm-log"
+    assert manifest["main"] == "./out/extension.js"
+    assert (vsix_tree / "out" / "extension.js").stat().st_size > 10_000
+    events = set(manifest["activationEvents"])
+    assert {"onLanguage:vllm-log", "onLanguage:log"} <= events
+    contributes = manifest["contributes"]
+    (lang,) = [x for x in contributes["languages"] if x["id"] == "vllm-log"]
+    assert "vLLM Log" in lang["aliases"]
+    assert "*vllm*.log" in lang["filenamePatterns"]
+    # The first-line pattern (a JavaScript regex) must accept typical vLLM first lines.
+    first_line = re.compile(lang["firstLine"])
+    for line in (
+        "INFO 05-12 10:00:00 [__init__.py:239] Automatically detected platform cuda.",
+        "(APIServer pid=1) INFO 11-10 12:30:50 [api_server.py:1839] vLLM API server version 0.11.0",
+        "INFO 01-02 03:04:05 api_server.py:585] vLLM API server version 0.6.3",
+        "\x1b[1;36m(APIServer pid=7)\x1b[0;0m INFO 11-10 12:30:50 [utils.py:233] non-default args",
+    ):
+        assert first_line.search(line), line
+    assert not first_line.search("2024-01-01 12:00:00 INFO something else entirely")
+    commands = {c["command"] for c in contributes["commands"]}
+    assert commands == {
+        "vllmLog.restartServer",
+        "vllmLog.analyzeFile",
+        "vllmLog.goToRootCause",
+        "vllmLog.showOutput",
+    }
+    props = contributes["configuration"]["properties"]
+    for key in (
+        "vllmLog.interpreter",
+        "vllmLog.serverArgs",
+        "vllmLog.diagnostics.precursors",
+        "vllmLog.diagnostics.severityOverrides",
+        "vllmLog.rules.extraFiles",
+        "vllmLog.maxFileSizeMB",
+        "vllmLog.launchScripts.include",
+        "vllmLog.launchScripts.exclude",
+        "vllmLog.trace.server",
+    ):
+        assert key in props, key
+        assert props[key].get("markdownDescription") or props[key].get("description"), key
+    assert props["vllmLog.diagnostics.precursors"]["default"] is True
+    assert props["vllmLog.maxFileSizeMB"]["default"] == 200
+    assert props["vllmLog.trace.server"]["enum"] == ["off", "messages", "verbose"]
+    trust = manifest["capabilities"]["untrustedWorkspaces"]
+    assert trust["supported"] == "limited"
+    assert set(trust["restrictedConfigurations"]) == {"vllmLog.interpreter", "vllmLog.serverArgs"}
+
+
+def test_vsix_grammars(vsix_tree: Path):
+    manifest = json.loads((vsix_tree / "package.json").read_text())
+    grammars = manifest["contributes"]["grammars"]
+    by_path = {g["path"]: g for g in grammars}
+    main = by_path["./syntaxes/vllm-log.tmLanguage.json"]
+    injection = by_path["./syntaxes/vllm-log-injection.tmLanguage.json"]
+    assert main["language"] == "vllm-log"
+    assert injection["injectTo"] == ["text.log"]
+    for contribution in grammars:
+        shipped = vsix_tree / contribution["path"]
+        grammar = json.loads(shipped.read_text())
+        # The contribution's scope must be the grammar file's own scope.
+        assert grammar["scopeName"] == contribution["scopeName"], contribution["path"]
+        source = ROOT / "grammars" / shipped.name
+        if source.exists():  # the shipped copy is the repository's grammar, not a placeholder
+            assert shipped.read_bytes() == source.read_bytes(), f"{shipped.name} is stale"
+    assert main["scopeName"] == "text.log.vllm"
+    assert json.loads((vsix_tree / injection["path"]).read_text())["injectionSelector"].startswith(
+        "L:text.log"
+    )
+
+
+def test_vsix_bundles_server_and_pure_python_libs(vsix_tree: Path):
+    server = vsix_tree / "bundled" / "server" / "vllm_log_lsp"
+    for src in (ROOT / "server" / "vllm_log_lsp").rglob("*"):
+        if src.is_file() and "__pycache__" not in src.parts and src.suffix != ".pyc":
+            rel = src.relative_to(ROOT / "server" / "vllm_log_lsp")
+            assert (server / rel).exists(), f"{rel} missing from the .vsix"
+    libs = vsix_tree / "bundled" / "libs"
+    for pkg in ("pygls", "lsprotocol", "cattrs", "attrs", "attr", "ruamel/yaml", "bashlex", "tomli"):
+        assert (libs / pkg).is_dir(), pkg
+    assert (libs / "dockerfile_parse").is_dir()
+    assert (libs / "typing_extensions.py").is_file()
+    # Pure Python only: one .vsix for every platform; `regex` (compiled) is deliberately not bundled.
+    compiled = [p.name for p in libs.rglob("*") if p.suffix in (".so", ".pyd", ".dylib")]
+    assert compiled == []
+    assert not (libs / "regex").exists()
+    assert not list(vsix_tree.rglob("__pycache__"))
+
+
+def test_bundle_imports_without_site_packages(vsix_tree: Path):
+    """The bundled libs alone (python -S: no site-packages at all) are enough to import the server."""
+    bundled = vsix_tree / "bundled"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(bundled / "server"), str(bundled / "libs")]),
+    }
+    code = (
+        "import pygls.lsp.server, lsprotocol.types, cattrs, attrs, ruamel.yaml, bashlex,"
+        " dockerfile_parse, typing_extensions, vllm_log_lsp, sys;"
+        " print(vllm_log_lsp.__file__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().startswith(str(bundled / "server"))
+
+
+def _lsp_message(payload: dict) -> bytes:
+    body = json.dumps(payload).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+@pytest.mark.skipif(not _server_landed(), reason="the language server (vllm_log_lsp serve) is not there")
+def test_bundled_server_starts_from_the_vsix(vsix_tree: Path):
+    """`python -S -m vllm_log_lsp serve` from the .vsix answers initialize (no venv, no `regex`)."""
+    bundled = vsix_tree / "bundled"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(bundled / "server"), str(bundled / "libs")]),
+    }
+    messages = b"".join(
+        _lsp_message(m)
+        for m in (
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"processId": None, "rootUri": None, "capabilities": {}},
+            },
+            {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+            {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+            {"jsonrpc": "2.0", "method": "exit"},
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-m", "vllm_log_lsp", "serve"],
+        input=messages,
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert b'"capabilities"' in out.stdout, out.stderr.decode(errors="replace")[-2000:]
+
+
+def test_node_unit_tests():
+    """The extension's node-side unit tests (interpreter finder, settings) pass."""
+    if shutil.which("node") is None or not (CLIENT / "node_modules" / "esbuild").exists():
+        _unavailable("node or vscode-client/node_modules is missing")
+    out = subprocess.run(
+        ["npm", "run", "--silent", "test:unit"],
+        cwd=CLIENT,
+        env={**os.environ, "VLLM_LOG_TEST_PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert re.search(r"^# fail 0$", out.stdout, re.M), out.stdout[-2000:]
+    assert re.search(r"^# pass [1-9]", out.stdout, re.M), out.stdout[-2000:]
+
+
+# ------------------------------------------------------------------------------------------------------
+# Real VS Code (code-server) in headless Chromium
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _column_of(path: Path, line: int, pattern: str) -> int:
+    """1-based column of the regex match on a 1-based line (where the cursor goes for hover etc.)."""
+    text = path.read_text(encoding="utf-8").splitlines()[line - 1]
+    m = re.search(pattern, text)
+    assert m, f"{pattern!r} not on line {line} of {path.name}"
+    return m.start() + 1
+
+
+def _interpreter() -> list[str]:
+    override = os.environ.get("VLLM_LOG_E2E_INTERPRETER")  # e.g. a wrapper for a development server
+    return json.loads(override) if override else [sys.executable]
+
+
+@pytest.fixture(scope="module")
+def vscode_run(tmp_path_factory):
+    """Runs the whole user session once; the tests below each check one part of what it saw."""
+    if not CODE_SERVER.exists() or not CHROMIUM.exists() or shutil.which("node") is None:
+        _unavailable("code-server, chromium or node is missing")
+    if not _server_landed() and "VLLM_LOG_E2E_INTERPRETER" not in os.environ:
+        pytest.skip("the language server (vllm_log_lsp.lsp.server) is not there yet")
+    vsix = _vsix()
+    tmp = tmp_path_factory.mktemp("vscode-e2e")
+    home, user_data, extensions = tmp / "home", tmp / "user-data", tmp / "extensions"
+    workspace = tmp / "workspace"
+    for d in (home, user_data / "User", extensions):
+        d.mkdir(parents=True)
+    shutil.copytree(WORKSPACE_FIXTURE, workspace)
+    for f in workspace.iterdir():
+        f.chmod(0o644 if f.suffix != ".sh" else 0o755)
+    ARTIFACTS.mkdir(exist_ok=True)
+    settings = {
+        "vllmLog.interpreter": _interpreter(),
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": False,
+        "workbench.enableExperiments": False,
+        "workbench.welcomePage.walkthroughs.openOnInstall": False,
+        "security.workspace.trust.enabled": False,
+        "telemetry.telemetryLevel": "off",
+        "extensions.autoCheckUpdates": False,
+        "extensions.autoUpdate": False,
+        "update.mode": "none",
+        "chat.commandCenter.enabled": False,
+        "editor.hover.delay": 300,
+        "editor.minimap.enabled": False,
+        "editor.wordWrap": "on",
+        "editor.renderWhitespace": "none",
+        "files.refactoring.autoSave": True,
+        "window.restoreWindows": "none",
+    }
+    (user_data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    env.pop("VSCODE_IPC_HOOK_CLI", None)
+    base = [
+        str(CODE_SERVER),
+        "--user-data-dir",
+        str(user_data),
+        "--extensions-dir",
+        str(extensions),
+    ]
+    t0 = time.monotonic()
+    installed = subprocess.run(
+        [*base, "--install-extension", str(vsix), "--force"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    port = _free_port()
+    log_path = tmp / "code-server.log"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            [
+                *base,
+                "--bind-addr",
+                f"127.0.0.1:{port}",
+                "--auth",
+                "none",
+                "--disable-telemetry",
+                "--disable-update-check",
+                "--disable-workspace-trust",
+                "--disable-getting-started-override",
+                "--ignore-last-opened",
+                str(workspace),
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"code-server did not start:\n{log_path.read_text()[-3000:]}")
+                time.sleep(0.2)
+        log_file = workspace / LOG
+        config = {
+            "url": f"http://127.0.0.1:{port}/?folder={workspace}",
+            "chromium": str(CHROMIUM),
+            "artifacts": str(ARTIFACTS),
+            "result": str(tmp / "result.json"),
+            "diagnosticsTimeoutMs": 25000,
+            "quickFixPattern": None,
+            "log": {
+                "name": LOG,
+                "rootCauseLine": LOG_ROOT_CAUSE_LINE,
+                "rootCauseColumn": _column_of(log_file, LOG_ROOT_CAUSE_LINE, r"RuntimeError") + 4,
+                "symptomLine": LOG_SYMPTOM_LINE,
+                "symptomColumn": _column_of(log_file, LOG_SYMPTOM_LINE, r"EngineDeadError") + 3,
+            },
+            "plainLog": {"name": PLAIN_LOG, "rootCauseLine": PLAIN_LOG_ROOT_CAUSE_LINE},
+        }
+        (tmp / "config.json").write_text(json.dumps(config, indent=2))
+        run = subprocess.run(
+            ["node", str(E2E / "e2e.mjs"), str(tmp / "config.json")],
+            cwd=E2E,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=100,
+            check=False,
+        )
+        result = json.loads((tmp / "result.json").read_text()) if run.returncode == 0 else {}
+        result["nodeOutput"] = run.stdout[-3000:] + run.stderr[-5000:]
+        result["returncode"] = run.returncode
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+        # Keep the logs (code-server, extension host, the vLLM Log output channel) with the screenshots.
+        keep = ARTIFACTS / "vscode-logs"
+        shutil.rmtree(keep, ignore_errors=True)
+        keep.mkdir(parents=True)
+        shutil.copy(log_path, keep / "code-server.log")
+        if (user_data / "logs").exists():
+            shutil.copytree(user_data / "logs", keep / "logs", dirs_exist_ok=True)
+    result["seconds"] = time.monotonic() - t0
+    result["workspace"] = str(workspace)
+    (ARTIFACTS / "vscode-e2e.json").write_text(json.dumps(result, indent=2))
+    assert run.returncode == 0, result["nodeOutput"]
+    return result
+
+
+def _diagnostic_rows(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if r["level"] >= 2]
+
+
+def _row_line(row: dict) -> int | None:
+    m = re.search(r"\[Ln (\d+), Col \d+\]", row["text"]) or re.search(r"line (\d+) column \d+", row["label"])
+    return int(m.group(1)) if m else None
+
+
+def _explain(result: dict) -> str:
+    return json.dumps({k: v for k, v in result.items() if k != "nodeOutput"}, indent=1)[:6000]
+
+
+@pytest.mark.editor
+def test_vscode_session_ran_cleanly(vscode_run):
+    assert vscode_run["errors"] == [], _explain(vscode_run)
+    assert vscode_run["seconds"] < 100, vscode_run["steps"]
+    assert (ARTIFACTS / "vscode-e2e.png").stat().st_size > 10_000
+
+
+@pytest.mark.editor
+def test_vscode_language_mode(vscode_run):
+    assert vscode_run.get("languageMode") == "vLLM Log", _explain(vscode_run)
+
+
+@pytest.mark.editor
+def test_vscode_problems_panel_shows_root_cause_on_its_line(vscode_run):
+    rows = _diagnostic_rows(vscode_run.get("markers") or [])
+    assert rows, _explain(vscode_run)
+    errors = [r for r in rows if r["label"].lower().startswith("error")]
+    assert errors, _explain(vscode_run)
+    assert LOG_ROOT_CAUSE_LINE in [_row_line(r) for r in errors], _explain(vscode_run)
+
+
+@pytest.mark.editor
+def test_vscode_hover_explains_root_cause(vscode_run):
+    hover = vscode_run.get("hover") or ""
+    assert re.search(r"out of memory|\bOOM\b", hover, re.I), _explain(vscode_run)
+    # The server's own hover (an explanation that names a remedy), beyond the diagnostic message.
+    assert re.search(r"--[a-z][a-z-]+|gpu[_-]memory[_-]utilization|max[_-]num[_-]seqs", hover), _explain(
+        vscode_run
+    )
+
+
+@pytest.mark.editor
+def test_vscode_definition_jumps_from_symptom_to_root_cause(vscode_run):
+    assert vscode_run["symptomCursor"].get("line") == LOG_SYMPTOM_LINE, _explain(vscode_run)
+    assert vscode_run["definition"].get("line") == LOG_ROOT_CAUSE_LINE, _explain(vscode_run)
+    assert vscode_run["goToRootCause"].get("line") == LOG_ROOT_CAUSE_LINE, _explain(vscode_run)
+
+
+@pytest.mark.editor
+def test_vscode_log_language_file_is_diagnosed(vscode_run):
+    assert vscode_run.get("plainLogLanguageMode") == "Log", _explain(vscode_run)
+    rows = vscode_run.get("plainLogMarkers") or []
+    # Rows are the Problems tree in order: a file row, then that file's diagnostics.
+    current, lines = None, []
+    for r in rows:
+        if r["level"] == 1:
+            current = r["label"] + r["text"]
+        elif current and PLAIN_LOG in current:
+            lines.append(_row_line(r))
+    assert PLAIN_LOG_ROOT_CAUSE_LINE in lines, _explain(vscode_run)
+
+
+@pytest.mark.editor
+def test_vscode_quick_fix_edits_launch_script(vscode_run):
+    fixes = vscode_run.get("quickFixes") or []
+    if not fixes:
+        pytest.skip("the server offered no quick fix on the root-cause line")
+    assert vscode_run.get("quickFixApplied"), _explain(vscode_run)
+    before = (WORKSPACE_FIXTURE / SCRIPT).read_text()
+    after = (Path(vscode_run["workspace"]) / SCRIPT).read_text()
+    assert after != before, _explain(vscode_run)
+    assert after.count("vllm serve") == 1
+    added = [line for line in after.splitlines() if line not in before.splitlines()]
+    assert any(re.search(r"--[a-z-]+|^\s*(export\s+)?[A-Z_]+=", line) for line in added), after

@@ -1,0 +1,261 @@
+// Drives a running code-server (real VS Code 1.100 in the browser) with playwright-core + Debian's chromium,
+// the way a user would: open the crash log, read the language mode, the Problems panel, the hover on the
+// root-cause line, go to definition from the EngineDeadError line, and apply a quick fix.
+//
+// It only observes and records; tests/editors/test_vscode.py makes the assertions.
+// Usage: node e2e.mjs CONFIG.json   (see test_vscode.py for the fields); writes CONFIG.result to stdout as JSON.
+
+import { readFileSync, writeFileSync } from 'node:fs';
+import { chromium } from 'playwright-core';
+
+const cfg = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+const result = { steps: [], errors: [] };
+const t0 = Date.now();
+const log = (msg) => {
+    result.steps.push(`${((Date.now() - t0) / 1000).toFixed(1)}s ${msg}`);
+    process.stderr.write(`[e2e ${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}\n`);
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls fn until it returns a truthy value or the time is up; returns the last value. */
+async function poll(fn, timeoutMs, intervalMs = 200) {
+    const end = Date.now() + timeoutMs;
+    let v;
+    for (;;) {
+        try {
+            v = await fn();
+        } catch {
+            v = undefined;
+        }
+        if (v || Date.now() > end) {
+            return v;
+        }
+        await sleep(intervalMs);
+    }
+}
+
+const browser = await chromium.launch({
+    executablePath: cfg.chromium,
+    headless: true,
+    args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--disable-dev-shm-usage',
+    ],
+});
+const page = await browser.newPage({ viewport: { width: 1500, height: 900 }, deviceScaleFactor: 1 });
+page.setDefaultTimeout(15000);
+
+async function statusText(id) {
+    // Status bar items have ids like "status.editor.mode".
+    return (await page.locator(`[id="${id}"]`).first().innerText()).trim();
+}
+
+async function command(name) {
+    // Run a command through the Command Palette (F1), as a user would.
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(`>${name}`);
+    await page.locator('.quick-input-list .monaco-list-row').first().waitFor({ state: 'visible' });
+    await sleep(150);
+    await page.keyboard.press('Enter');
+    await sleep(200);
+}
+
+async function openFile(name) {
+    await page.keyboard.press('Escape');
+    const tab = page.locator(`.tabs-container .tab[aria-label^="${name}"]`).first();
+    if ((await tab.count()) > 0) {
+        await tab.click();
+    } else {
+        await page.keyboard.press('Control+P');
+        const input = page.locator('.quick-input-widget input');
+        await input.waitFor({ state: 'visible' });
+        await input.fill(name);
+        await page
+            .locator('.quick-input-list .monaco-list-row', { hasText: name })
+            .first()
+            .waitFor({ state: 'visible' });
+        await sleep(300);
+        await page.keyboard.press('Enter');
+    }
+    await page.locator(`.tab.active[aria-label*="${name}"], .tab.active:has-text("${name}")`).first().waitFor();
+    await page.locator('.monaco-editor .view-lines').first().waitFor();
+    await sleep(300);
+    await page.locator('.editor-group-container.active .monaco-editor textarea').first().focus();
+}
+
+async function goTo(line, column) {
+    // Go to Line/Column (Ctrl+G) accepts "line:column".
+    await page.locator('.editor-group-container.active .monaco-editor textarea').first().focus();
+    await page.keyboard.press('Control+G');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(`:${line}:${column}`);
+    await sleep(100);
+    await page.keyboard.press('Enter');
+    await poll(async () => (await statusText('status.editor.selection')).includes(`Ln ${line},`), 3000);
+}
+
+async function cursorLine() {
+    const s = await statusText('status.editor.selection'); // "Ln 29, Col 80"
+    const m = /Ln (\d+), Col (\d+)/.exec(s);
+    return m ? { line: Number(m[1]), column: Number(m[2]), text: s } : { text: s };
+}
+
+async function markers() {
+    return page.$$eval('.markers-panel .monaco-list-row', (rows) =>
+        rows.map((r) => ({
+            level: Number(r.getAttribute('aria-level') || '0'),
+            label: r.getAttribute('aria-label') || '',
+            text: r.innerText.replace(/\s+/g, ' ').trim(),
+        })),
+    );
+}
+
+async function step(name, fn) {
+    try {
+        log(`${name}…`);
+        await fn();
+    } catch (e) {
+        result.errors.push(`${name}: ${String(e && e.message ? e.message.split('\n')[0] : e)}`);
+        log(`${name} FAILED: ${String(e)}`);
+        try {
+            await page.screenshot({ path: `${cfg.artifacts}/vscode-failure-${name.replace(/\W+/g, '-')}.png` });
+        } catch {
+            // ignore
+        }
+    }
+}
+
+try {
+    await step('load workbench', async () => {
+        await page.goto(cfg.url, { waitUntil: 'domcontentloaded', timeout: 30000 });
+        await page.locator('.monaco-workbench').waitFor({ timeout: 30000 });
+        await page.locator('.explorer-folders-view, .explorer-viewlet').first().waitFor({ timeout: 20000 }).catch(() => {});
+        await sleep(500);
+    });
+
+    await step('open crash log', async () => {
+        await openFile(cfg.log.name);
+        result.languageMode = await poll(async () => {
+            const m = await statusText('status.editor.mode');
+            return m && m !== 'Plain Text' ? m : undefined;
+        }, 5000).catch(() => undefined);
+        result.languageMode = result.languageMode || (await statusText('status.editor.mode'));
+    });
+
+    await step('problems panel', async () => {
+        await page.keyboard.press('Control+Shift+M');
+        await page.locator('.markers-panel').first().waitFor();
+        // Diagnostics arrive once the extension has started the server and it has analysed the log.
+        result.markers = await poll(async () => {
+            const rows = await markers();
+            return rows.some((r) => r.level >= 2) ? rows : undefined;
+        }, cfg.diagnosticsTimeoutMs);
+        result.markers = result.markers || (await markers());
+    });
+
+    await step('hover on root cause', async () => {
+        await goTo(cfg.log.rootCauseLine, cfg.log.rootCauseColumn);
+        await page.keyboard.press('Control+K');
+        await page.keyboard.press('Control+I');
+        const hover = page.locator('.monaco-hover:not(.hidden) .monaco-hover-content, .monaco-resizable-hover .monaco-hover-content').first();
+        result.hover = await poll(async () => {
+            const txt = (await hover.innerText()).trim();
+            // The marker part of the hover comes at once; wait a little for the server's part too.
+            return txt.length > 0 ? txt : undefined;
+        }, 8000);
+        await sleep(1200);
+        result.hover = (await hover.innerText().catch(() => result.hover || '')).trim();
+        await page.screenshot({ path: `${cfg.artifacts}/vscode-hover.png` });
+        await page.keyboard.press('Escape');
+    });
+
+    await step('go to definition from the symptom', async () => {
+        await goTo(cfg.log.symptomLine, cfg.log.symptomColumn);
+        result.symptomCursor = await cursorLine();
+        await page.keyboard.press('F12');
+        result.definition = await poll(async () => {
+            const c = await cursorLine();
+            return c.line !== cfg.log.symptomLine ? c : undefined;
+        }, 8000);
+        result.definition = result.definition || (await cursorLine());
+    });
+
+    await step('go to root cause command', async () => {
+        await goTo(cfg.log.symptomLine, cfg.log.symptomColumn);
+        await command('vLLM Log: Go to Root Cause');
+        result.goToRootCause = await poll(async () => {
+            const c = await cursorLine();
+            return c.line !== cfg.log.symptomLine ? c : undefined;
+        }, 8000);
+        result.goToRootCause = result.goToRootCause || (await cursorLine());
+    });
+
+    await step('quick fix', async () => {
+        await goTo(cfg.log.rootCauseLine, cfg.log.rootCauseColumn);
+        await page.keyboard.press('Control+.');
+        // The Quick Fix menu: group headers, then one row per action (the first one has the focus).
+        const menu = page.locator('.action-widget .monaco-list-row.action');
+        const appeared = await poll(async () => (await menu.count()) > 0, 5000);
+        result.quickFixes = appeared
+            ? (await menu.allInnerTexts()).map((s) => s.replace(/\s+/g, ' ').trim()).filter(Boolean)
+            : [];
+        const wanted = cfg.quickFixPattern ? new RegExp(cfg.quickFixPattern, 'i') : undefined;
+        const index = result.quickFixes.findIndex((s) => (wanted ? wanted.test(s) : true));
+        if (index < 0) {
+            await page.keyboard.press('Escape');
+            return;
+        }
+        result.quickFixApplied = result.quickFixes[index];
+        for (let i = 0; i < index; i++) {
+            await page.keyboard.press('ArrowDown');
+        }
+        await page.keyboard.press('Enter');
+        await poll(async () => (await page.locator('.action-widget').count()) === 0 ||
+            !(await page.locator('.action-widget').first().isVisible()), 3000);
+        await sleep(1000);
+        // The edit lands in serve.sh; VS Code saves files a refactoring opened (files.refactoring.autoSave),
+        // and Save All makes sure of it.
+        await command('File: Save All Files');
+        await sleep(500);
+    });
+
+    await step('log-language file', async () => {
+        if (!cfg.plainLog) {
+            return;
+        }
+        await openFile(cfg.plainLog.name);
+        result.plainLogLanguageMode = (await statusText('status.editor.mode')).trim();
+        result.plainLogMarkers = await poll(async () => {
+            const rows = await markers();
+            return rows.some((r) => r.label.includes(cfg.plainLog.name) || r.text.includes(cfg.plainLog.name)) &&
+                rows.filter((r) => r.level >= 2).length > (result.markers || []).filter((r) => r.level >= 2).length
+                ? rows
+                : undefined;
+        }, cfg.diagnosticsTimeoutMs);
+        result.plainLogMarkers = result.plainLogMarkers || (await markers());
+    });
+
+    await step('screenshot', async () => {
+        // The picture for the README: the crash log with the Problems panel and the hover on the root cause.
+        await openFile(cfg.log.name);
+        await goTo(cfg.log.rootCauseLine, cfg.log.rootCauseColumn);
+        await page.keyboard.press('Control+K');
+        await page.keyboard.press('Control+I');
+        await sleep(1500);
+        await page.screenshot({ path: `${cfg.artifacts}/vscode-e2e.png` });
+    });
+} finally {
+    result.seconds = (Date.now() - t0) / 1000;
+    writeFileSync(cfg.result, JSON.stringify(result, null, 2));
+    await browser.close();
+}
