@@ -403,7 +403,10 @@ def inline_repo() -> dict:
             "name": S["ray-dedup"],
         },
         "url": {
-            "match": r"\b(?:https?|wss?|tcp|file|ftp|grpc)://[^\s\"'<>(){},]*+(?<![.,;:])",
+            "match": (
+                r"\b(?:https?|wss?|tcp|file|ftp|grpc)://"
+                r"[^\s\"'<>(){},.;:]*+(?:[.,;:]++[^\s\"'<>(){},.;:]++)*+"
+            ),
             "name": S["url"],
         },
         "strings": {
