@@ -237,7 +237,7 @@ def _classify_line(
                 event = _event_from_line(line, kind, marker.title, message.strip())
                 scan.events.append(_Candidate(event, tier=tier))
                 return
-    event = standalone_exception(line)
+    event = standalone_exception(line) if line.level in _FATAL_LEVELS else None
     if event is not None:
         scan.events.append(_Candidate(event, tier=0))
 

@@ -13,14 +13,29 @@ import shlex
 from .model import FixOp, ResolvedOp, ValueSpec
 from .versions import Version, parse_version
 
+# vLLM's short aliases (0.9+; `-cc` 0.12+). `-O` is left alone: its meaning changed in 0.12.
+SHORT_ALIASES = {
+    "-tp": "--tensor-parallel-size",
+    "-pp": "--pipeline-parallel-size",
+    "-dp": "--data-parallel-size",
+    "-q": "--quantization",
+    "-cc": "--compilation-config",
+    "-ac": "--attention-config",
+}
+
 
 def canonical_flag(name: str) -> str:
     """`--max_num_seqs` and `max-num-seqs` both become `--max-num-seqs` (vLLM treats them alike).
 
-    Only the part before the first `.` is normalised: `-cc.cudagraph_mode` keeps its key.
+    Only the part before the first `.` is normalised, so `-cc.cudagraph_mode` becomes
+    `--compilation-config.cudagraph_mode`; short aliases become their long flag.
     """
-    head, dot, tail = name.lstrip("-").partition(".")
-    return "--" + head.replace("_", "-") + dot + tail
+    head, dot, tail = name.partition(".")
+    if head in SHORT_ALIASES:
+        return SHORT_ALIASES[head] + dot + tail
+    if head.startswith("-") and not head.startswith("--") and len(head) > 2:
+        return head + dot + tail  # an unknown short option: keep it as written
+    return "--" + head.lstrip("-").replace("_", "-") + dot + tail
 
 
 def _as_number(text: str) -> float | None:

@@ -1,0 +1,122 @@
+"""The `vllm-log-lsp` command as users run it: text and JSON reports, exit codes, rules."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from support import CRASH, FORMATS, HEALTHY
+
+OOM = FORMATS / "tp2-worker-oom.log"
+
+
+def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "vllm_log_lsp", *args], input=stdin, capture_output=True, timeout=60
+    )
+    return subprocess.CompletedProcess(
+        result.args, result.returncode, result.stdout.decode("utf-8"), result.stderr.decode("utf-8")
+    )
+
+
+def test_text_report_is_compiler_style() -> None:
+    result = run("check", str(OOM))
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"{OOM}:27: oom-serving — CUDA OOM while serving requests"
+    assert lines[1].startswith("  | torch.OutOfMemoryError: CUDA out of memory.")
+    assert "phase: serving · vLLM 0.11.0 · model Qwen/Qwen3-8B" in result.stdout
+    assert (
+        "  fix 1 (config): Leave more headroom outside the KV cache: --gpu-memory-utilization 0.85" in lines
+    )
+    assert (
+        f"  symptom {OOM}:42: vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above)…"
+        in lines
+    )
+    assert "\x1b[" not in result.stdout  # no colour when not on a terminal
+
+
+def test_colour_can_be_forced() -> None:
+    assert "\x1b[" in run("check", "--color", "always", str(OOM)).stdout
+
+
+def test_json_report_schema() -> None:
+    result = run("check", "--format", "json", str(OOM), str(HEALTHY / "001.log"))
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert report["version"] == 1
+    crash, healthy = report["files"]
+    assert healthy == {"path": str(HEALTHY / "001.log"), "error": None, "warnings": [], "incidents": []}
+    [incident] = crash["incidents"]
+    root = incident["root_cause"]
+    assert (root["line"], root["cause"], root["family"]) == (27, "oom-serving", "memory")
+    assert root["text"].startswith("torch.OutOfMemoryError")
+    assert root["title"] == "CUDA OOM while serving requests"
+    assert {s["line"] for s in incident["symptoms"]} >= {28, 34, 42}
+    assert incident["phase"] == "serving"
+    assert incident["evidence"]["tried"] == "2.00 GiB"
+    assert incident["fixes"][0]["ops"][0] == {
+        "op": "set_flag",
+        "name": "--gpu-memory-utilization",
+        "key": None,
+        "value": "0.85",
+        "source": "step down of 0.9 (vLLM's default)",
+    }
+
+
+def test_exit_codes(tmp_path: Path) -> None:
+    assert run("check", str(HEALTHY / "001.log")).returncode == 0
+    missing = tmp_path / "missing.log"
+    result = run("check", str(missing), str(OOM))
+    assert result.returncode == 2
+    assert f"cannot read {missing}" in result.stderr
+    assert "oom-serving" in result.stdout  # the readable file is still checked
+
+
+def test_stdin_and_binary_input() -> None:
+    result = run("check", "-", stdin=OOM.read_bytes())
+    assert result.returncode == 1 and result.stdout.startswith("<stdin>:27:")
+    binary = run("check", "-", stdin=bytes(range(256)) * 10)
+    assert binary.returncode == 0
+    assert "warning: invalid UTF-8" in binary.stdout
+
+
+def test_every_corpus_log_reports_a_death() -> None:
+    logs = sorted(str(p) for p in CRASH.glob("*.log"))
+    result = run("check", "--format", "json", *logs)
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert all(entry["incidents"] for entry in report["files"])
+
+
+def test_rules_and_explain() -> None:
+    listing = run("rules")
+    assert listing.returncode == 0
+    assert any(line.startswith("kv-cache-too-small ") for line in listing.stdout.splitlines())
+    explained = run("explain", "kv-cache-too-small")
+    assert explained.returncode == 0
+    assert explained.stdout.startswith(
+        "# KV cache too small for the maximum model length (kv-cache-too-small)"
+    )
+    assert "--max-model-len <fit_len from the log>" in explained.stdout
+    unknown = run("explain", "no-such-rule")
+    assert unknown.returncode == 2 and "no rule 'no-such-rule'" in unknown.stderr
+
+
+def test_user_rule_file(tmp_path: Path) -> None:
+    rules = tmp_path / "mine.toml"
+    rules.write_text(
+        '[[rule]]\nid = "my-oom"\ntitle = "Our cluster OOM"\nfamily = "memory"\nmatch = ["OutOfMemoryError"]\n',
+        encoding="utf-8",
+    )
+    result = run("--rules", str(rules), "check", str(OOM))
+    assert ": my-oom — Our cluster OOM" in result.stdout
+    broken = tmp_path / "broken.toml"
+    broken.write_text(
+        '[[rule]]\nid = "x"\ntitle = "t"\nfamily = "memory"\nmatch = ["(unclosed"]\n', encoding="utf-8"
+    )
+    result = run("--rules", str(broken), "check", str(OOM))
+    assert f"rule error: {broken}:2:" in result.stderr
+    assert "oom-serving" in result.stdout  # the built-in catalog still works

@@ -1,0 +1,193 @@
+"""The line index against a reference split, prefix parsing, and traceback styles of every Python."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from support import lsp_lines
+from vllm_log_lsp.core.analyze import analyze
+from vllm_log_lsp.core.lines import parse_line
+from vllm_log_lsp.core.text import LogIndex, decode_log, strip_ansi
+
+line_text = st.text(alphabet=st.sampled_from(list("ab \t€😀模\r\n")), max_size=60)
+
+
+@given(line_text)
+def test_index_matches_lsp_line_splitting(text: str) -> None:
+    index = LogIndex(text)
+    reference = lsp_lines(text)
+    assert index.line_count == len(reference)
+    for number, expected in enumerate(reference):
+        assert index.line_text(number) == expected
+        start = index.line_start(number)
+        assert index.line_of(start) == number
+
+
+@given(line_text, st.data())
+def test_lazy_line_of_agrees_with_full_index(text: str, data: st.DataObject) -> None:
+    offsets = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8)))
+    lazy, full = LogIndex(text), LogIndex(text)
+    full.line_count  # noqa: B018 - builds the full index
+    for offset in offsets:
+        assert lazy.line_of(offset) == full.line_of(offset)
+
+
+def test_decode_replaces_invalid_utf8_and_warns() -> None:
+    text, warnings = decode_log(b"ok\n\xff\xfe bad\n\x00binary")
+    assert text.split("\n")[1].startswith("\ufffd\ufffd bad")
+    assert any("invalid UTF-8" in w for w in warnings)
+    assert any("NUL" in w for w in warnings)
+
+
+def test_strip_ansi_maps_columns_back() -> None:
+    raw = "\x1b[1;36m(Worker pid=1)\x1b[0;0m ERROR x"
+    clean, colmap = strip_ansi(raw)
+    assert clean == "(Worker pid=1) ERROR x"
+    assert colmap is not None and raw[colmap[clean.index("ERROR")] :].startswith("ERROR")
+
+
+@pytest.mark.parametrize(
+    ("raw", "process", "level", "source", "message"),
+    [
+        (
+            "(EngineCore_DP0 pid=132) ERROR 03-09 12:56:44 [core.py:1100] boom",
+            "EngineCore_DP0",
+            "ERROR",
+            "core.py:1100",
+            "boom",
+        ),
+        ("ERROR 01-21 08:27:34 engine.py:366] boom", None, "ERROR", "engine.py:366", "boom"),
+        (
+            "(VllmWorker rank=1 pid=14283) WARNING 06-16 07:53:45 [a/.../b/c.py:527] boom",
+            "VllmWorker rank=1",
+            "WARNING",
+            "a/.../b/c.py:527",
+            "boom",
+        ),
+        (
+            "(EngineCore_DP0 pid=1) (RayWorkerWrapper pid=2, ip=10.0.0.1) ERROR 01-31 14:21:03 [worker_base.py:344] boom",
+            "RayWorkerWrapper",
+            "ERROR",
+            "worker_base.py:344",
+            "boom",
+        ),
+        ("(APIServer pid=1) INFO:     127.0.0.1:1 - x", "APIServer", "INFO", None, "127.0.0.1:1 - x"),
+        (
+            "2025-06-20 20:02:32,812 - __main__ - ERROR - vLLM process terminated unexpectedly",
+            None,
+            "ERROR",
+            None,
+            "vLLM process terminated unexpectedly",
+        ),
+        (
+            "(raylet) [2025-05-19 09:49:02,102 C 594234 594234] (raylet) check failed",
+            None,
+            None,
+            None,
+            "[2025-05-19 09:49:02,102 C 594234 594234] (raylet) check failed",
+        ),
+        (
+            "Loading safetensors checkpoint shards: 100% Completed | 1/1",
+            None,
+            None,
+            None,
+            "Loading safetensors checkpoint shards: 100% Completed | 1/1",
+        ),
+    ],
+)
+def test_parse_line(raw: str, process, level, source, message) -> None:
+    line = parse_line(0, raw)
+    assert (line.process, line.level, line.source, line.message) == (process, level, source, message)
+    assert raw[line.message_col :] == message
+
+
+def one_root(text: str) -> str:
+    [finding] = analyze(textwrap.dedent(text).lstrip("\n")).findings
+    return f"{finding.line + 1}: {finding.root_text.splitlines()[0]}"
+
+
+def test_python_313_traceback_with_elisions() -> None:
+    text = """
+    Traceback (most recent call last):
+      File "/usr/bin/vllm", line 10, in <module>
+        sys.exit(main())
+                 ~~~~^^
+      File "/vllm/entrypoints/cli/serve.py", line 60, in cmd
+        uvloop.run(
+        ~~~~~~~~~~^
+            run_server(args)
+            ^^^^^^^^^^^^^^^^
+        ...<3 lines>...
+        )
+        ^
+      File "/vllm/worker.py", line 221, in init_device
+        torch.cuda.set_device(self.device)
+    torch.AcceleratorError: HIP error: invalid kernel file
+    """
+    assert one_root(text) == "15: torch.AcceleratorError: HIP error: invalid kernel file"
+
+
+def test_collapsed_indentation_paste() -> None:
+    text = """
+    (EngineCore_DP0 pid=2) ERROR 10-19 13:07:53 [core.py:799] EngineCore encountered a fatal error.
+    (EngineCore_DP0 pid=2) ERROR 10-19 13:07:53 [core.py:799] Traceback (most recent call last):
+    (EngineCore_DP0 pid=2) ERROR 10-19 13:07:53 [core.py:799] File "/vllm/distributed/kv_transfer/connector.py", line 40, in start_load_kv
+    (EngineCore_DP0 pid=2) ERROR 10-19 13:07:53 [core.py:799] assert self.connector_worker is not None
+    (EngineCore_DP0 pid=2) ERROR 10-19 13:07:53 [core.py:799] AssertionError
+    """
+    assert one_root(text) == "5: AssertionError"
+
+
+def test_message_continues_on_indented_lines() -> None:
+    text = """
+    Traceback (most recent call last):
+      File "<string>", line 1, in <module>
+      File "/usr/lib/python3.12/multiprocessing/spawn.py", line 122, in spawn_main
+        exitcode = _main(fd, parent_sentinel)
+    RuntimeError:
+            An attempt has been made to start a new process before the
+            current process has finished its bootstrapping phase.
+    """
+    [finding] = analyze(textwrap.dedent(text).lstrip("\n")).findings
+    assert finding.line + 1 == 5
+    assert "bootstrapping phase" in finding.exception.message
+
+
+def test_ray_remote_traceback_gives_the_inner_exception() -> None:
+    text = """
+    ERROR 05-19 09:49:02 [core.py:398] EngineCore encountered a fatal error.
+    ERROR 05-19 09:49:02 [core.py:398] Traceback (most recent call last):
+    ERROR 05-19 09:49:02 [core.py:398]   File "/ray/experimental/compiled_dag_ref.py", line 27, in _process_return_vals
+    ERROR 05-19 09:49:02 [core.py:398]     raise val.as_instanceof_cause()
+    ERROR 05-19 09:49:02 [core.py:398] ray.exceptions.RayTaskError(ValueError): ray::RayWorkerWrapper.__ray_call__() (pid=597873, ip=192.168.1.10)
+    ERROR 05-19 09:49:02 [core.py:398]   File "/torch/cuda/_utils.py", line 34, in _get_device_index
+    ERROR 05-19 09:49:02 [core.py:398]     raise ValueError(f"Expected a cuda device, but got: {device}")
+    ERROR 05-19 09:49:02 [core.py:398] ValueError: Expected a cuda device, but got: npu:0
+    """
+    assert one_root(text) == "8: ValueError: Expected a cuda device, but got: npu:0"
+
+
+def test_interleaved_processes_do_not_break_a_traceback() -> None:
+    text = """
+    (EngineCore_DP0 pid=2) ERROR 01-01 00:00:00 [core.py:1] EngineCore failed to start.
+    (EngineCore_DP0 pid=2) ERROR 01-01 00:00:00 [core.py:1] Traceback (most recent call last):
+    (Worker_TP0 pid=3) INFO 01-01 00:00:00 [x.py:1] Traceback (most recent call last): in an info message
+    (EngineCore_DP0 pid=2) ERROR 01-01 00:00:00 [core.py:1]   File "/vllm/model_executor/model_loader/utils.py", line 40, in load_weights
+    (APIServer pid=1) INFO 01-01 00:00:00 [api.py:1] ValueError: not ours
+    (EngineCore_DP0 pid=2) ERROR 01-01 00:00:00 [core.py:1]     raise KeyError(name)
+    (EngineCore_DP0 pid=2) ERROR 01-01 00:00:00 [core.py:1] KeyError: 'model.layers.0.mlp.experts.w13_weight'
+    """
+    assert one_root(text) == "7: KeyError: 'model.layers.0.mlp.experts.w13_weight'"
+
+
+def test_truncated_traceback_still_yields_its_last_exception() -> None:
+    text = """
+    (TaskRunner pid=4) super().__init__(open(name, mode))
+    (TaskRunner pid=4) FileNotFoundError: [Errno 2] No such file or directory: '/ckpt/model.pt'
+    (vLLMHttpServer pid=5) ERROR 05-07 21:12:03 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.
+    """
+    assert one_root(text) == "2: FileNotFoundError: [Errno 2] No such file or directory: '/ckpt/model.pt'"
