@@ -1,0 +1,6 @@
+"""`python -m vllm_log_lsp.lsp`: run the language server over stdio."""
+
+from .server import run_server
+
+if __name__ == "__main__":
+    run_server()

@@ -1,0 +1,115 @@
+"""`vllmLog.analyzeFile`: analyse a log from disk, for logs the editor will not sync.
+
+VS Code never sends documents over 50 MB to a language server, so its client calls this command
+with the file's path or URI. The server reads and analyses the file in a worker thread, publishes
+diagnostics for the file's URI (hover and navigation then work on it too) and returns a JSON
+summary. A document the editor already syncs is analysed from its synced text instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pygls import uris
+
+from ..core.analyze import Analyzer
+from ..core.model import PHASE_TITLES
+from ..core.text import decode_log
+from .pipeline import compute
+from .safety import guarded
+from .state import AnalysisResult, DocumentState
+
+if TYPE_CHECKING:
+    from .server import VllmLogServer
+
+ANALYZE_FILE = "vllmLog.analyzeFile"
+
+
+def resolve_target(arg: Any) -> tuple[Path, str]:
+    """A path, a `file:` URI, or `{"path"|"uri": ...}` → (path on disk, document URI)."""
+    if isinstance(arg, dict):
+        arg = arg.get("uri") or arg.get("path")
+    if not isinstance(arg, str) or not arg:
+        raise ValueError(f"{ANALYZE_FILE} expects a file path or a file: URI, got {arg!r}")
+    if arg.startswith("file:"):
+        path = uris.to_fs_path(arg)
+        if path is None:
+            raise ValueError(f"not a file URI: {arg}")
+        return Path(path), arg
+    path = Path(arg).expanduser().resolve()
+    return path, uris.from_fs_path(str(path)) or path.as_uri()
+
+
+def summary(uri: str, result: AnalysisResult) -> dict[str, Any]:
+    """What the command returns: line numbers are 1-based, as editors show them."""
+    analysis = result.analysis
+    return {
+        "uri": uri,
+        "lineCount": analysis.line_count,
+        "healthy": analysis.healthy,
+        "skipped": result.skipped_reason,
+        "warnings": list(analysis.warnings),
+        "findings": [
+            {
+                "line": f.root.line + 1,
+                "ruleId": f.rule_id,
+                "title": f.title,
+                "message": f.message,
+                "phase": PHASE_TITLES.get(f.phase, f.phase),
+                "vllmVersion": f.context.vllm_version,
+                "model": f.context.model,
+                "symptomLines": sorted({s.line + 1 for s in f.symptoms}),
+                "fixes": [
+                    {"title": fx.title, "kind": fx.fix.kind, "commandLine": fx.command_line} for fx in f.fixes
+                ],
+            }
+            for f in analysis.findings
+        ],
+        "precursors": [{"line": p.line + 1, "id": p.id, "title": p.title} for p in analysis.precursors],
+    }
+
+
+def _read_and_analyze(server: VllmLogServer, path: Path, settings) -> tuple[str, AnalysisResult]:
+    text, warnings = decode_log(path.read_bytes())
+    # An explicit request: analyse whatever the size (the limit guards automatic analysis).
+    unlimited = dataclasses.replace(settings, max_file_size_mb=float("inf"))
+    return text, compute(Analyzer(server.catalog), text, None, unlimited, tuple(warnings))
+
+
+def register(server: VllmLogServer) -> None:
+    @server.command(ANALYZE_FILE)
+    @guarded(server, reraise=True)
+    async def analyze_file(*args) -> dict[str, Any]:  # unannotated: pygls structures annotated args
+        if not args:
+            raise ValueError(f"{ANALYZE_FILE} expects a file path or a file: URI")
+        path, uri = resolve_target(args[0])
+        open_state = server.documents.get(uri)
+        if open_state is not None and not open_state.from_disk and open_state.served:
+            result = await server.pipeline.run(open_state) or open_state.result
+            if result is not None:
+                return summary(uri, result)
+        if not path.is_file():
+            raise FileNotFoundError(f"{ANALYZE_FILE}: no such file: {path}")
+        settings = server.settings.for_uri(uri)
+        loop = asyncio.get_running_loop()
+        text, result = await loop.run_in_executor(
+            server.pipeline.executor, _read_and_analyze, server, path, settings
+        )
+        state = DocumentState(
+            uri=uri,
+            language_id="vllm-log",
+            version=None,
+            text=text,
+            served=True,
+            settings=settings,
+            folder=server.folder_of(uri),
+            from_disk=True,
+            result=result,
+        )
+        if (current := server.documents.get(uri)) is None or current.from_disk:
+            server.documents.put(state)
+            server.pipeline.publish(state)
+        return summary(uri, result)

@@ -1,0 +1,132 @@
+"""Findings → LSP diagnostics (pure rendering; `pipeline` publishes them).
+
+Per finding: one Error on the root cause (the exception text, not the line's prefixes) whose
+related information lists every symptom; one Warning per symptom pointing back at the cause.
+Precursors are Information. Severities can be overridden per rule id, or for all symptoms
+(`symptom`) or precursors (`precursor`).
+"""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ..core.model import Finding
+from .positions import line_range, span_range
+from .state import AnalysisResult
+
+SOURCE = "vllm-log"
+#: Where a finding without references of its own links to.
+TROUBLESHOOTING_URL = "https://docs.vllm.ai/en/latest/usage/troubleshooting.html"
+
+_SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "information": types.DiagnosticSeverity.Information,
+    "hint": types.DiagnosticSeverity.Hint,
+}
+
+
+def rule_href(finding: Finding) -> str:
+    """The page that explains a finding's rule: its first reference, else vLLM's troubleshooting."""
+    for ref in finding.references:
+        if ref.startswith(("http://", "https://")):
+            return ref
+    return TROUBLESHOOTING_URL
+
+
+def _severity(result: AnalysisResult, keys: tuple[str, ...], default: str) -> types.DiagnosticSeverity:
+    overrides = result.settings.severity_overrides
+    for key in keys:
+        if key in overrides:
+            return _SEVERITY[overrides[key]]
+    return _SEVERITY[default]
+
+
+def build_diagnostics(uri: str, result: AnalysisResult, encoding: str) -> list[types.Diagnostic]:
+    """Every diagnostic for one analysed document."""
+    if result.skipped_reason:
+        return [
+            types.Diagnostic(
+                range=line_range(0, "", encoding),
+                message=result.skipped_reason,
+                severity=types.DiagnosticSeverity.Information,
+                source=SOURCE,
+                code="file-too-large",
+            )
+        ]
+    diagnostics: list[types.Diagnostic] = []
+    for warning in result.analysis.warnings:
+        diagnostics.append(
+            types.Diagnostic(
+                range=line_range(0, "", encoding),
+                message=f"Input: {warning}",
+                severity=types.DiagnosticSeverity.Information,
+                source=SOURCE,
+                code="input",
+            )
+        )
+    for finding in result.analysis.findings:
+        diagnostics.extend(_finding_diagnostics(uri, result, finding, encoding))
+    if result.settings.precursors:
+        for pre in result.analysis.precursors:
+            diagnostics.append(
+                types.Diagnostic(
+                    range=span_range(result.line_text(pre.line), pre.span, encoding),
+                    message=pre.title,
+                    severity=_severity(result, (pre.id, "precursor"), "information"),
+                    source=SOURCE,
+                    code=pre.id,
+                )
+            )
+    return diagnostics
+
+
+def _finding_diagnostics(
+    uri: str, result: AnalysisResult, finding: Finding, encoding: str
+) -> list[types.Diagnostic]:
+    root_range = span_range(result.line_text(finding.root.line), finding.root, encoding)
+    root_location = types.Location(uri=uri, range=root_range)
+    symptoms = []
+    seen: set[tuple[int, int, int]] = set()
+    for symptom in finding.symptoms:
+        key = (symptom.span.line, symptom.span.start, symptom.span.end)
+        if symptom.line == finding.root.line or key in seen:
+            continue
+        seen.add(key)
+        symptoms.append((symptom, span_range(result.line_text(symptom.line), symptom.span, encoding)))
+    root = types.Diagnostic(
+        range=root_range,
+        message=finding.message,
+        severity=_severity(result, (finding.rule_id,), "error"),
+        code=finding.rule_id,
+        code_description=types.CodeDescription(href=rule_href(finding)),
+        source=SOURCE,
+        related_information=[
+            types.DiagnosticRelatedInformation(
+                location=types.Location(uri=uri, range=rng),
+                message=f"symptom (line {s.line + 1}): {s.title}",
+            )
+            for s, rng in symptoms
+        ]
+        or None,
+        # For code actions: which finding this is, without re-deriving it from the range.
+        data={"ruleId": finding.rule_id, "rootLine": finding.root.line, "role": "root"},
+    )
+    out = [root]
+    for symptom, rng in symptoms:
+        out.append(
+            types.Diagnostic(
+                range=rng,
+                message=f"{symptom.title}: caused by line {finding.root.line + 1}: {finding.title}",
+                severity=_severity(result, ("symptom",), "warning"),
+                code=symptom.kind,
+                source=SOURCE,
+                related_information=[
+                    types.DiagnosticRelatedInformation(
+                        location=root_location, message=f"root cause: {finding.message}"
+                    )
+                ],
+                data={"ruleId": finding.rule_id, "rootLine": finding.root.line, "role": "symptom"},
+            )
+        )
+    return out

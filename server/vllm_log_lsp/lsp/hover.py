@@ -1,0 +1,49 @@
+"""Hover: the diagnosis on a root-cause line; the way to it on symptom and precursor lines.
+
+Any position on such a line hovers (a log line is one statement); the hover's range is the
+exception text, symptom or precursor span.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from .positions import span_range
+from .render import finding_markdown, precursor_markdown, symptom_markdown
+from .safety import guarded
+
+if TYPE_CHECKING:
+    from .server import VllmLogServer
+
+
+def register(server: VllmLogServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    @guarded(server)
+    async def hover(params: types.HoverParams) -> types.Hover | None:
+        result = server.documents.result(params.text_document.uri)
+        line = params.position.line
+        if result is None or not 0 <= line < result.analysis.line_count:
+            return None
+        sections: list[str] = []
+        span = None
+        for finding in result.finding_at_root(line):
+            sections.append(finding_markdown(finding))
+            span = span or finding.root
+        for finding in result.findings_with_symptom(line):
+            symptom = next(s for s in finding.symptoms if s.line == line)
+            if finding.root.line != line:
+                sections.append(symptom_markdown(symptom, finding))
+                span = span or symptom.span
+        for pre in result.analysis.precursors:
+            if pre.line == line:
+                sections.append(precursor_markdown(pre))
+                span = span or pre.span
+        if not sections:
+            return None
+        encoding = server.position_encoding
+        return types.Hover(
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(sections)),
+            range=span_range(result.line_text(line), span, encoding) if span else None,
+        )

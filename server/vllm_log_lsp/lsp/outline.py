@@ -1,0 +1,135 @@
+"""The log as a timeline: document symbols (runs → phases and incidents) and folding ranges.
+
+The outline needs a few bounded text searches per run (`core.outline.build_outline`), so it is
+built in the worker pool on first request and cached per analysed version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from ..core.outline import RunOutline, build_outline, run_boundaries
+from .positions import line_range, span_range
+from .safety import guarded
+from .state import AnalysisResult, DocumentState
+
+if TYPE_CHECKING:
+    from .server import VllmLogServer
+
+
+def run_name(number: int, run: RunOutline, result: AnalysisResult) -> str:
+    version, model = run.version, run.model
+    for segment in result.analysis.runs:  # runs without a death still know their context
+        if run.start_line <= segment.start_line <= run.end_line:
+            version = version or segment.context.vllm_version
+            model = model or segment.context.model
+    name = f"Run {number}: vLLM {version}" if version else f"Run {number}: vLLM"
+    return f"{name} · {model}" if model else name
+
+
+def _range(result: AnalysisResult, first: int, last: int, encoding: str) -> types.Range:
+    end = line_range(last, result.line_text(last), encoding).end
+    return types.Range(types.Position(first, 0), end)
+
+
+def document_symbols(
+    result: AnalysisResult, outline: list[RunOutline], encoding: str
+) -> list[types.DocumentSymbol]:
+    symbols = []
+    for number, run in enumerate(outline, 1):
+        children: list[tuple[int, types.DocumentSymbol]] = []
+        marks = list(run.phases)
+        for i, mark in enumerate(marks):
+            last = marks[i + 1].line - 1 if i + 1 < len(marks) else run.end_line
+            children.append(
+                (
+                    mark.line,
+                    types.DocumentSymbol(
+                        name=mark.title,
+                        kind=types.SymbolKind.Event,
+                        detail=f"line {mark.line + 1}",
+                        range=_range(result, mark.line, max(mark.line, last), encoding),
+                        selection_range=line_range(mark.line, result.line_text(mark.line), encoding),
+                    ),
+                )
+            )
+        for finding in run.findings:
+            lines = [finding.root.line] + [
+                s.line for s in finding.symptoms if run.start_line <= s.line <= run.end_line
+            ]
+            children.append(
+                (
+                    finding.root.line,
+                    types.DocumentSymbol(
+                        name=finding.title,
+                        kind=types.SymbolKind.Object,
+                        detail=f"root cause, line {finding.root.line + 1} ({finding.rule_id})",
+                        range=_range(result, min(lines), max(lines), encoding),
+                        selection_range=span_range(
+                            result.line_text(finding.root.line), finding.root, encoding
+                        ),
+                    ),
+                )
+            )
+        children.sort(key=lambda item: item[0])
+        start_text = result.line_text(run.start_line)
+        symbols.append(
+            types.DocumentSymbol(
+                name=run_name(number, run, result),
+                kind=types.SymbolKind.Module,
+                detail=f"lines {run.start_line + 1}–{run.end_line + 1}"
+                + (f", {len(run.findings)} incident(s)" if run.findings else ""),
+                range=_range(result, run.start_line, run.end_line, encoding),
+                selection_range=line_range(run.start_line, start_text, encoding),
+                children=[symbol for _, symbol in children],
+            )
+        )
+    return symbols
+
+
+def folding_ranges(result: AnalysisResult) -> list[types.FoldingRange]:
+    analysis = result.analysis
+    ranges = [
+        types.FoldingRange(start_line=first, end_line=last, kind=types.FoldingRangeKind.Region)
+        for first, last in analysis.folds
+        if last > first
+    ]
+    for first, last in run_boundaries(analysis.run_starts, analysis.line_count):
+        if last > first:
+            ranges.append(
+                types.FoldingRange(start_line=first, end_line=last, kind=types.FoldingRangeKind.Region)
+            )
+    return sorted(ranges, key=lambda r: (r.start_line, -r.end_line))
+
+
+async def _outline(server: VllmLogServer, state: DocumentState, result: AnalysisResult) -> list[RunOutline]:
+    cached = state.outline_cache
+    if cached is not None and cached[0] is result:
+        return cached[1]  # type: ignore[return-value]
+    loop = asyncio.get_running_loop()
+    outline = await loop.run_in_executor(
+        server.pipeline.executor, build_outline, result.text, result.analysis, server.catalog
+    )
+    state.outline_cache = (result, outline)
+    return outline
+
+
+def register(server: VllmLogServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    @guarded(server, empty=[])
+    async def document_symbol(params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
+        state = server.documents.get(params.text_document.uri)
+        if state is None or not state.served or state.result is None or state.result.skipped_reason:
+            return []
+        result = state.result
+        outline = await _outline(server, state, result)
+        return document_symbols(result, outline, server.position_encoding)
+
+    @server.feature(types.TEXT_DOCUMENT_FOLDING_RANGE)
+    @guarded(server, empty=[])
+    async def folding_range(params: types.FoldingRangeParams) -> list[types.FoldingRange]:
+        result = server.documents.result(params.text_document.uri)
+        return folding_ranges(result) if result is not None else []

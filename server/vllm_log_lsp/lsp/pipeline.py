@@ -1,0 +1,150 @@
+"""When and where documents are analysed, and when results are published.
+
+- The event loop never analyses: a snapshot (text, version, settings) goes to a worker thread.
+- Edits are debounced per document (`Settings.debounce_ms`); opening analyses at once.
+- One analysis per document at a time (its `Analyzer` is incremental and not thread-safe).
+- A result is published only if the document is still open and still at the snapshot's version:
+  a newer edit always has its own analysis queued behind this one.
+- Large documents get work-done progress when the client supports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from ..core.analyze import Analyzer
+from ..core.model import Analysis
+from ..core.text import LogIndex
+from .diagnostics import build_diagnostics
+from .safety import log_to_client
+from .settings import Settings
+from .state import AnalysisResult, DocumentState
+
+if TYPE_CHECKING:
+    from .server import VllmLogServer
+
+#: Documents at least this big (characters) get work-done progress.
+PROGRESS_MIN_CHARS = 2_000_000
+
+
+def input_warnings(text: str) -> tuple[str, ...]:
+    """What is odd about synced text (bytes decoding problems are `decode_log`'s, for files)."""
+    if "\x00" in text[:65536]:
+        return ("the document contains NUL bytes: it may be binary, not a log",)
+    return ()
+
+
+def compute(
+    analyzer: Analyzer, text: str, version: int | None, settings: Settings, warnings: tuple[str, ...] = ()
+) -> AnalysisResult:
+    """The worker-thread part: analyse, and index lines so features can read them for free."""
+    if len(text) > settings.max_file_chars:
+        index = LogIndex(text[:0])
+        reason = (
+            f"Not analysed: this log is {len(text) / 1048576:.0f} MB, over the "
+            f"vllmLog.maxFileSizeMB limit of {settings.max_file_size_mb:g} MB. Raise the limit, or "
+            "run `vllm-log-lsp analyze FILE`."
+        )
+        empty = Analysis(findings=(), precursors=(), phases=(), runs=(), line_count=0)
+        return AnalysisResult(version, index, empty, settings, skipped_reason=reason)
+    analysis = analyzer.analyze(text, warnings or input_warnings(text))
+    index = LogIndex(text)
+    index.line_count  # noqa: B018 - build the line table here, off the event loop
+    return AnalysisResult(version, index, analysis, settings)
+
+
+class Pipeline:
+    def __init__(self, server: VllmLogServer) -> None:
+        self.server = server
+        # Our own pool: pygls's pool also runs the stdin reader, which must never starve.
+        self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vllm-log-analysis")
+
+    # -- scheduling ----------------------------------------------------------------------------
+    def schedule(self, state: DocumentState, delay: float | None = None) -> None:
+        """Analyse `state` after `delay` seconds (default: its debounce), replacing a pending one."""
+        if delay is None:
+            delay = state.settings.debounce_ms / 1000
+        if state.pending is not None and not state.pending.done():
+            state.pending.cancel()  # only cancels the wait; a running analysis is shielded
+        state.pending = asyncio.get_running_loop().create_task(self._debounced(state, delay))
+
+    def cancel(self, state: DocumentState) -> None:
+        if state.pending is not None and not state.pending.done():
+            state.pending.cancel()
+
+    async def _debounced(self, state: DocumentState, delay: float) -> None:
+        if delay > 0:
+            await asyncio.sleep(delay)
+        await asyncio.shield(self.run(state))
+
+    # -- running -------------------------------------------------------------------------------
+    async def run(self, state: DocumentState) -> AnalysisResult | None:
+        """Analyse the document's current text now; publish unless it went stale meanwhile."""
+        async with state.lock:
+            if not state.served or not self.is_current(state):
+                return None
+            version, text, settings = state.version, state.text, state.settings
+            if state.analyzer is None:
+                state.analyzer = Analyzer(self.server.catalog)
+            token = await self._begin_progress(state, text)
+            try:
+                loop = asyncio.get_running_loop()
+                result = await loop.run_in_executor(
+                    self.executor, compute, state.analyzer, text, version, settings
+                )
+            except Exception as err:
+                log_to_client(
+                    self.server, f"vllm-log: analysis of {state.uri} failed: {err!r}", types.MessageType.Error
+                )
+                return None
+            finally:
+                self._end_progress(token)
+            if not self.is_current(state) or state.version != version:
+                return None  # stale: the newer version's analysis is queued behind this lock
+            state.result = result
+            state.outline_cache = None
+            self.publish(state)
+            return result
+
+    def is_current(self, state: DocumentState) -> bool:
+        return self.server.documents.get(state.uri) is state
+
+    def publish(self, state: DocumentState) -> None:
+        """Send the diagnostics of `state.result` (re-rendered with current settings)."""
+        result = state.result
+        if result is None:
+            return
+        diagnostics = build_diagnostics(state.uri, result, self.server.position_encoding)
+        self.server.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=state.uri, diagnostics=diagnostics, version=result.version)
+        )
+
+    def clear(self, uri: str) -> None:
+        self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    # -- progress ------------------------------------------------------------------------------
+    async def _begin_progress(self, state: DocumentState, text: str) -> str | None:
+        if len(text) < PROGRESS_MIN_CHARS or not self.server.supports_work_done_progress:
+            return None
+        token = f"vllm-log-{uuid.uuid4()}"
+        try:
+            await asyncio.wait_for(self.server.work_done_progress.create_async(token), timeout=5)
+        except Exception:
+            return None  # the client refused or did not answer: analyse without progress
+        name = state.uri.rsplit("/", 1)[-1]
+        self.server.work_done_progress.begin(
+            token,
+            types.WorkDoneProgressBegin(
+                title="Analysing vLLM log", message=f"{name} ({len(text) / 1048576:.0f} MB)"
+            ),
+        )
+        return token
+
+    def _end_progress(self, token: str | None) -> None:
+        if token is not None:
+            self.server.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))

@@ -1,0 +1,115 @@
+"""The server object and its entry point. Features live in their own modules (see `FEATURES`)."""
+
+from __future__ import annotations
+
+import logging
+from types import ModuleType
+
+from lsprotocol import types
+from pygls import uris
+from pygls.lsp.server import LanguageServer
+
+from .. import __version__
+from ..core.catalog import Catalog, builtin_catalog
+from . import commands, configuration, hover, navigation, outline, sync
+from .pipeline import Pipeline
+from .positions import UTF16
+from .safety import log_to_client
+from .settings import SettingsSet
+from .state import DocumentStore
+
+#: Feature modules, each with `register(server)`. Adding a feature is one entry here.
+FEATURES: tuple[ModuleType, ...] = (sync, configuration, hover, navigation, outline, commands)
+
+
+class VllmLogServer(LanguageServer):
+    """pygls server plus the state every feature shares.
+
+    - `documents`: `DocumentStore` of `DocumentState` (see `state.py`), logs only;
+    - `settings`: `SettingsSet` (global + per-folder `Settings`);
+    - `catalog`: the cause catalog (built-in plus `rules.extraFiles`);
+    - `pipeline`: schedules analyses and publishes diagnostics.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("vllm-log-lsp", __version__, protocol_cls=sync.VllmLogProtocol)
+        self.documents = DocumentStore()
+        self.settings = SettingsSet()
+        self.catalog: Catalog = builtin_catalog()
+        self.rule_files: tuple[str, ...] = ()
+        self.pending_messages: list[str] = []
+        self.pipeline = Pipeline(self)
+
+    # -- what the client negotiated ------------------------------------------------------------
+    @property
+    def position_encoding(self) -> str:
+        """`utf-16` (VS Code, the default) or `utf-8` (Neovim 0.11) ..."""
+        try:
+            return str(self.workspace.position_encoding or UTF16)
+        except RuntimeError:  # not initialised yet
+            return UTF16
+
+    def _capability(self, *path: str) -> object:
+        node: object = (
+            self.protocol.client_capabilities if hasattr(self.protocol, "client_capabilities") else None
+        )
+        for name in path:
+            node = getattr(node, name, None)
+        return node
+
+    @property
+    def supports_work_done_progress(self) -> bool:
+        return bool(self._capability("window", "work_done_progress"))
+
+    @property
+    def supports_configuration_pull(self) -> bool:
+        return bool(self._capability("workspace", "configuration"))
+
+    # -- workspace -----------------------------------------------------------------------------
+    @property
+    def workspace_folders(self) -> list[str]:
+        """URIs of the workspace folders (the root URI when the client sent no folders)."""
+        try:
+            workspace = self.workspace
+        except RuntimeError:
+            return []
+        folders = [folder.uri for folder in workspace.folders.values()]
+        if not folders and workspace.root_uri:
+            folders = [workspace.root_uri]
+        return folders
+
+    @property
+    def root_path(self) -> str | None:
+        folders = self.workspace_folders
+        return uris.to_fs_path(folders[0]) if folders else None
+
+    def folder_of(self, uri: str) -> str | None:
+        """The innermost workspace folder holding `uri`."""
+        matches = [f for f in self.workspace_folders if uri.startswith(f.rstrip("/") + "/")]
+        return max(matches, key=len) if matches else None
+
+    def report_server_error(self, error: Exception, source: object) -> None:
+        """Out-of-band errors go to the log, not to pop-ups (pygls would show a message)."""
+        logging.getLogger("vllm_log_lsp").error("server error (%s): %r", source, error)
+        log_to_client(self, f"vllm-log: internal error: {error!r}", types.MessageType.Error)
+
+
+def create_server() -> VllmLogServer:
+    server = VllmLogServer()
+    for feature in FEATURES:
+        feature.register(server)
+    return server
+
+
+def run_server(transport: str = "stdio", host: str | None = None, port: int | None = None) -> None:
+    """Serve over `stdio` (default), `tcp` (HOST:PORT) or `ws` (websockets)."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    server = create_server()
+    if transport == "stdio":
+        server.start_io()
+    elif transport == "tcp":
+        server.start_tcp(host or "127.0.0.1", port or 2087)
+    elif transport in ("ws", "websocket"):
+        server.start_ws(host or "127.0.0.1", port or 2087)
+    else:
+        raise ValueError(f"unknown transport {transport!r}: use stdio, tcp or ws")

@@ -1,0 +1,96 @@
+"""Per-document state: the text the editor synced, and the latest analysis of it.
+
+This is the object other features read (hover, navigation, and the code actions that turn a
+finding's fixes into launch-script edits). Use it like this::
+
+    state = server.documents.get(uri)            # DocumentState | None
+    if state and state.result:                   # the latest *published* analysis
+        result = state.result
+        result.analysis.findings                 # core `Finding`s (rule_id, fixes, context ...)
+        result.version                           # the document version it was computed for
+        result.line_text(n)                      # text of line n of the analysed text
+        result.settings                          # effective `Settings` (launch_include/exclude ...)
+    state.folder                                 # workspace folder URI holding it, or None
+    server.workspace_folders                     # every workspace folder URI
+
+`result` may lag behind `text`/`version` while a newer analysis runs; it is replaced in one
+assignment on the event loop, so a reader always sees a consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from ..core.analyze import Analyzer
+from ..core.model import Analysis, Finding
+from ..core.text import LogIndex
+from .settings import Settings
+
+
+@dataclass(frozen=True)
+class AnalysisResult:
+    """One analysis of one document version: immutable, safe to share across threads."""
+
+    version: int | None
+    index: LogIndex  # index.text is exactly the text that was analysed
+    analysis: Analysis
+    settings: Settings
+    skipped_reason: str | None = None  # set when the document was not analysed (too large)
+
+    @property
+    def text(self) -> str:
+        return self.index.text
+
+    def line_text(self, line: int) -> str:
+        return self.index.line_text(line)
+
+    def finding_at_root(self, line: int) -> list[Finding]:
+        return [f for f in self.analysis.findings if f.root.line == line]
+
+    def findings_with_symptom(self, line: int) -> list[Finding]:
+        return [f for f in self.analysis.findings if any(s.line == line for s in f.symptoms)]
+
+
+@dataclass(eq=False)
+class DocumentState:
+    """A document the server knows: synced by the editor, or read from disk by a command."""
+
+    uri: str
+    language_id: str
+    version: int | None
+    text: str
+    served: bool  # a vLLM log: analysed and given features; other documents are only tracked
+    settings: Settings
+    folder: str | None = None
+    from_disk: bool = False  # loaded by `vllmLog.analyzeFile`, not open in the editor
+    result: AnalysisResult | None = None
+    # Internal to the pipeline: incremental analyzer, pending debounce task, one analysis at a time.
+    analyzer: Analyzer | None = None
+    pending: asyncio.Task | None = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    outline_cache: tuple[AnalysisResult, list] | None = None  # (result, core RunOutlines)
+
+
+class DocumentStore:
+    """URI → DocumentState for every document the server tracks."""
+
+    def __init__(self) -> None:
+        self._docs: dict[str, DocumentState] = {}
+
+    def get(self, uri: str) -> DocumentState | None:
+        return self._docs.get(uri)
+
+    def put(self, state: DocumentState) -> None:
+        self._docs[state.uri] = state
+
+    def pop(self, uri: str) -> DocumentState | None:
+        return self._docs.pop(uri, None)
+
+    def __iter__(self):
+        return iter(list(self._docs.values()))
+
+    def result(self, uri: str) -> AnalysisResult | None:
+        """The latest analysis of a served document, or None."""
+        state = self._docs.get(uri)
+        return state.result if state is not None and state.served else None

@@ -1,0 +1,166 @@
+"""pytest-lsp harness: the server over stdio, driven as VS Code and as Neovim 0.11.
+
+The clients are module-scoped (starting a server costs about a second), so each test opens its
+documents under its own URIs. Tests that need their own initializationOptions start a server
+of their own with `start_client`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SERVER_COMMAND = [sys.executable, "-m", "vllm_log_lsp.lsp"]
+#: pytest-lsp capability profiles: VS Code (UTF-16, documentChanges) and Neovim 0.11 (UTF-8).
+CLIENTS = ("visual-studio-code", "neovim@v0.11.0")
+
+
+@dataclass
+class Published:
+    uri: str
+    version: int | None
+    diagnostics: list[types.Diagnostic]
+
+
+@dataclass
+class Recorder:
+    """Every publishDiagnostics, in order (pytest-lsp keeps only the latest list per URI)."""
+
+    published: list[Published] = field(default_factory=list)
+
+    def for_uri(self, uri: str) -> list[Published]:
+        return [p for p in self.published if p.uri == uri]
+
+
+def make_client() -> LanguageClient:
+    client = LanguageClient()
+    recorder = Recorder()
+
+    def publish(client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
+        client.diagnostics[params.uri] = params.diagnostics
+        recorder.published.append(Published(params.uri, params.version, params.diagnostics))
+
+    register_lsp_features(
+        client, {**DEFAULT_CLIENT_FEATURES, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish}
+    )
+    client.recorder = recorder  # type: ignore[attr-defined]
+    return client
+
+
+CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client)
+
+
+def init_params(
+    profile: str, options: Any = None, folders: list[str] | None = None
+) -> types.InitializeParams:
+    return types.InitializeParams(
+        capabilities=client_capabilities(profile),
+        initialization_options=options,
+        workspace_folders=[types.WorkspaceFolder(uri=f, name=f.rsplit("/", 1)[-1]) for f in folders or []]
+        or None,
+    )
+
+
+@pytest_lsp.fixture(config=CONFIG, params=CLIENTS, scope="module")
+async def client(request: pytest.FixtureRequest, lsp_client: LanguageClient) -> AsyncIterator[LanguageClient]:
+    lsp_client.profile = request.param  # type: ignore[attr-defined]
+    await lsp_client.initialize_session(init_params(request.param))
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+def encoding_of(client: LanguageClient) -> str:
+    return "utf-8" if client.profile.startswith("neovim") else "utf-16"  # type: ignore[attr-defined]
+
+
+def units(text: str, encoding: str) -> int:
+    """Length of `text` in the client's position units."""
+    if encoding == "utf-8":
+        return len(text.encode("utf-8"))
+    return len(text.encode("utf-16-le")) // 2
+
+
+def fixture_text(name: str) -> str:
+    return (FIXTURES / name).read_text(encoding="utf-8", errors="replace")
+
+
+_counter = 0
+
+
+def fresh_uri(name: str, scheme: str = "file") -> str:
+    """A URI no other test of the module uses."""
+    global _counter
+    _counter += 1
+    if scheme == "untitled":
+        return f"untitled:Untitled-{_counter}-{name}"
+    return f"file:///logs/{_counter}/{name}"
+
+
+async def wait_published(
+    client: LanguageClient, uri: str, version: int | None = None, count: int = 1, timeout: float = 10.0
+) -> list[types.Diagnostic]:
+    """Wait until `uri` has had `count` publishes (for `version` if given); return the latest."""
+    recorder: Recorder = client.recorder  # type: ignore[attr-defined]
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        matching = [p for p in recorder.for_uri(uri) if version is None or p.version == version]
+        if len(matching) >= count:
+            return list(matching[-1].diagnostics)
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"no diagnostics for {uri} (version {version}); got {recorder.for_uri(uri)}")
+        await asyncio.sleep(0.02)
+
+
+async def open_log(
+    client: LanguageClient,
+    uri: str,
+    text: str,
+    language_id: str = "vllm-log",
+    version: int = 1,
+    wait: bool = True,
+) -> list[types.Diagnostic]:
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=uri, language_id=language_id, version=version, text=text)
+        )
+    )
+    return await wait_published(client, uri, version) if wait else []
+
+
+def close(client: LanguageClient, uri: str) -> None:
+    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=uri)))
+
+
+def pos(line: int, character: int = 0) -> types.Position:
+    return types.Position(line=line, character=character)
+
+
+def doc(uri: str) -> types.TextDocumentIdentifier:
+    return types.TextDocumentIdentifier(uri=uri)
+
+
+@contextlib.asynccontextmanager
+async def started(
+    profile: str, options: Any = None, folders: list[str] | None = None
+) -> AsyncIterator[LanguageClient]:
+    """A server of its own, for tests that need their own initializationOptions."""
+    client = await CONFIG.start()
+    client.profile = profile  # type: ignore[attr-defined]
+    try:
+        await client.initialize_session(init_params(profile, options, folders))
+        yield client
+        await client.shutdown_session()
+    finally:
+        await client.stop()
