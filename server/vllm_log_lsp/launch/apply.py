@@ -55,9 +55,7 @@ def apply_fix(
         except (OSError, UnicodeDecodeError) as exc:
             name = os.path.basename(invocation.path)
             return FixResult(invocation.path, "skipped", "", "", reason=f"skipped {name}: {exc}")
-    return fix_text(
-        text, invocation.path, ops, index=invocation.index, context=context, captures=captures
-    )
+    return fix_text(text, invocation.path, ops, index=invocation.index, context=context, captures=captures)
 
 
 def fix_file(
@@ -104,9 +102,7 @@ def fix_text(
         return skipped(bad)
     lines = LineIndex(text)
     if index is None:
-        ranking = rank_invocations(
-            [s.invocation(path, i, lines) for i, s in enumerate(sites)], context
-        )
+        ranking = rank_invocations([s.invocation(path, i, lines) for i, s in enumerate(sites)], context)
         index = ranking.candidates[0].invocation.index
     if index >= len(sites):
         return skipped(f"invocation #{index + 1} is no longer in the file")
@@ -117,9 +113,7 @@ def fix_text(
     changes: list[str] = []
     intended: list[tuple[FixOp, str | None]] = []
     for op_like in ops:
-        op, fallback = (
-            (op_like.op, op_like.value) if isinstance(op_like, ResolvedOp) else (op_like, None)
-        )
+        op, fallback = (op_like.op, op_like.value) if isinstance(op_like, ResolvedOp) else (op_like, None)
         site = sites[index]
         value = value_for(op, site, context, captures, fallback)
         if value is None and op.op != "add_flag":
@@ -169,9 +163,10 @@ def value_for(
 ) -> str | None:
     """The op's value for this script: derivations start from the script's current value.
 
-    Idempotence for derivations: when the log shows the value the crashed run used and the
-    script already holds what the fix derives from it, the script already has the fix and
-    is not derived from again (halving 256 → 128 once, not 128 → 64 on a second apply).
+    Idempotence for derivations: the crashed run used the log's value (or, when the log
+    does not list the flag, the default). When the script no longer holds that value but
+    holds what the fix derives from it, the fix is already in: halving 256 → 128 happens
+    once, not 128 → 64 on a second apply.
     """
     if op.op == "add_flag":
         return None
@@ -179,15 +174,10 @@ def value_for(
     log_value = log_value_for(op, context)
     value, _ = resolve_value(op.value, captures or {}, current, log_value)
     spec = op.value
-    if (
-        spec is not None
-        and spec.derive
-        and current is not None
-        and log_value is not None
-        and not same_value(current, log_value)
-    ):
-        expected, _ = resolve_value(spec, captures or {}, log_value, log_value)
-        if expected is not None and same_value(current, expected):
+    crashed = log_value if log_value is not None else (spec.default if spec else None)
+    if spec is not None and spec.derive and current is not None and crashed is not None:
+        expected, _ = resolve_value(spec, captures or {}, crashed, crashed)
+        if not same_value(current, crashed) and same_value(current, expected):
             value = current
     return value if value is not None else fallback
 

@@ -305,9 +305,7 @@ def json_key_value(parsed: VllmArgs, flag: str, key: str) -> str | None:
     return None
 
 
-def plan_flag_op(
-    parsed: VllmArgs, op: FixOp, value: str | None, version: Version | None
-) -> Plan | str:
+def plan_flag_op(parsed: VllmArgs, op: FixOp, value: str | None, version: Version | None) -> Plan | str:
     """Plan a flag op (`add_flag`, `set_flag`, `merge_json`); a string is a reason to skip."""
     if op.op == "add_flag":
         return _plan_add_flag(parsed, op.name)
@@ -360,9 +358,7 @@ def _plan_merge_json(
         use = objects[-1]
         obj = _json_object(use.value)
         if obj is None:
-            return (
-                f"{flag} is given as {use.value!r}, not a JSON object; cannot merge {key!r} into it"
-            )
+            return f"{flag} is given as {use.value!r}, not a JSON object; cannot merge {key!r} into it"
         wanted = json_value(value)
         old = _get_path(obj, key)
         if old == wanted:
@@ -374,8 +370,9 @@ def _plan_merge_json(
             edit: ArgEdit = Replace(use.index, f"{head}={new_json}")
         else:
             edit = Replace(use.value_index, new_json)  # type: ignore[arg-type]
-        shown_old = "unset" if old is None else json.dumps(old)
-        return Plan((edit,), f"{flag} {key}: {shown_old} → {json.dumps(wanted)}")
+        if old is None:
+            return Plan((edit,), f"{flag}: added {json.dumps(key)}: {json.dumps(wanted)}")
+        return Plan((edit,), f"{flag} {key}: {json.dumps(old)} → {json.dumps(wanted)}")
     spelling = json_flag_spelling(flag, key, value, version)
     values = tuple(_split_spelling(spelling))
     return Plan((Append(values),), f"added {' '.join(values)}")

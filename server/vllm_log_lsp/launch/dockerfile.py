@@ -232,9 +232,7 @@ def _stage_site(text: str, stage: list[Instruction]) -> Site | None:
     envs = [i for i in stage if i.keyword == "ENV" and i.start < parts[0].start]
     env = DockerEnv(text, envs, parts[0])
     label = " + ".join(i.keyword for i in parts)
-    return ArgvSite(
-        "dockerfile", label, parts[0].start, parts[-1].end, args, entry, env, image=image
-    )
+    return ArgvSite("dockerfile", label, parts[0].start, parts[-1].end, args, entry, env, image=image)
 
 
 def _from_image(value: str) -> str | None:

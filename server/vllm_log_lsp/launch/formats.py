@@ -40,9 +40,7 @@ def file_kind(path: str, text: str | None = None) -> str | None:
         return "python"
     if lower.endswith((".yaml", ".yml")):
         return "yaml"
-    if lower in ("dockerfile", "containerfile") or lower.startswith(
-        ("dockerfile.", "containerfile.")
-    ):
+    if lower in ("dockerfile", "containerfile") or lower.startswith(("dockerfile.", "containerfile.")):
         return "dockerfile"
     if lower.endswith((".dockerfile", ".containerfile")):
         return "dockerfile"

@@ -113,9 +113,7 @@ def py_literal(value: object, quote: str = '"') -> str:
     if isinstance(value, bool) or value is None:
         return repr(value)
     if isinstance(value, dict):
-        items = ", ".join(
-            f"{py_literal(k, quote)}: {py_literal(v, quote)}" for k, v in value.items()
-        )
+        items = ", ".join(f"{py_literal(k, quote)}: {py_literal(v, quote)}" for k, v in value.items())
         return "{" + items + "}"
     if isinstance(value, list):
         return "[" + ", ".join(py_literal(v, quote) for v in value) + "]"
@@ -173,9 +171,7 @@ class PythonSite(Site):
         for name, keyword in self.keywords.items():
             ok, value = _literal(keyword.value)
             flag = "--" + name.replace("_", "-")
-            out[flag] = (
-                _as_text(value) if ok else ast.get_source_segment(self.text, keyword.value) or ""
-            )
+            out[flag] = _as_text(value) if ok else ast.get_source_segment(self.text, keyword.value) or ""
         return out
 
     def env(self) -> dict[str, str]:
@@ -319,9 +315,7 @@ class PythonSite(Site):
         setting = f"os.environ[{py_literal(name, self.quote)}] = {py_literal(value, self.quote)}\n"
         if not _imports_os_before(self.tree, anchor):
             setting = "import os\n" + setting
-        return OpPlan(
-            (Edit(line_start, line_start, setting),), f"added os.environ[{name!r}] = {value!r}"
-        )
+        return OpPlan((Edit(line_start, line_start, setting),), f"added os.environ[{name!r}] = {value!r}")
 
     def _env_anchor(self) -> ast.stmt:
         """The first module-level statement that imports vLLM or holds the call."""
@@ -342,9 +336,7 @@ def _imports_os_before(tree: ast.Module, anchor: ast.AST) -> bool:
     for stmt in tree.body:
         if stmt.lineno >= anchor.lineno:  # type: ignore[attr-defined]
             return False
-        if isinstance(stmt, ast.Import) and any(
-            a.name == "os" and not a.asname for a in stmt.names
-        ):
+        if isinstance(stmt, ast.Import) and any(a.name == "os" and not a.asname for a in stmt.names):
             return True
     return False
 

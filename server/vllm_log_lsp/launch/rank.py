@@ -29,17 +29,13 @@ def rank_invocations(invocations: Sequence[Invocation], context: RunContext | No
     for inv in invocations:
         score, reasons, contradicted = _score(inv, context)
         scored.append((Candidate(inv, score, tuple(reasons)), contradicted))
-    scored.sort(
-        key=lambda pair: (-pair[0].score, pair[0].invocation.path, pair[0].invocation.index)
-    )
+    scored.sort(key=lambda pair: (-pair[0].score, pair[0].invocation.path, pair[0].invocation.index))
     candidates = tuple(c for c, _ in scored)
     preferred = False
     if scored and not scored[0][1]:
         best = candidates[0].score
-        if len(candidates) == 1:
-            preferred = True
-        else:
-            preferred = best > 0 and best - candidates[1].score >= CLEAR_MARGIN
+        alone = len(candidates) == 1
+        preferred = alone or (best > 0 and best - candidates[1].score >= CLEAR_MARGIN)
     return Ranking(candidates, preferred)
 
 

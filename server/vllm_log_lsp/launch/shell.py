@@ -101,11 +101,7 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
 
 def _worth_parsing(chunk: str) -> bool:
     stripped = chunk.lstrip()
-    return (
-        "vllm" in chunk.lower()
-        or stripped.startswith("export ")
-        or bool(re.match(r"\w+=", stripped))
-    )
+    return "vllm" in chunk.lower() or stripped.startswith("export ") or bool(re.match(r"\w+=", stripped))
 
 
 def shifted(command: ShellCommand, offset: int) -> ShellCommand:
@@ -202,12 +198,9 @@ class ShellRenderer:
         return self.smap.to_file(Edit(arg.start, arg.end, quote_like(source, value)))
 
     def insert_after(self, arg: Arg, values: Sequence[str]) -> Edit:
-        words = join_words(values)
-        if self.multiline:  # a new continuation line, indented like the others
-            words = " \\\n" + self._continuation_indent(arg.start) + words
-        else:
-            words = " " + words
-        return self.smap.to_file(Edit(arg.end, arg.end, words))
+        # multi-line commands get a new continuation line, indented like the others
+        separator = " \\\n" + self._continuation_indent(arg.start) if self.multiline else " "
+        return self.smap.to_file(Edit(arg.end, arg.end, separator + join_words(values)))
 
     def insert_before(self, arg: Arg, values: Sequence[str]) -> Edit:
         words = join_words(values)
@@ -288,7 +281,8 @@ class ShellEnv:
             indent = line[: len(line) - len(line.lstrip())]
             edit = Edit(line_start, line_start, f"{indent}export {assignment}\n")
         else:
-            first = (self.command.assignments or self.command.words)[0]
+            # after any existing `NAME=…` prefixes, right before the command word
+            first = (self.command.words or self.command.assignments)[0]
             edit = Edit(first.start, first.start, assignment + " ")
         return OpPlan((self.smap.to_file(edit),), f"added {assignment}")
 

@@ -194,7 +194,7 @@ class ArgvSite(Site):
             return planned
         try:
             edits = tuple(self._render(edit) for edit in planned.edits)
-        except CannotRender as exc:
+        except (CannotRender, ValueError) as exc:  # ValueError: SourceMap.encode refused
             return str(exc)
         return OpPlan(edits, planned.summary)
 

@@ -110,16 +110,49 @@ def _diff(old: str, new: str) -> list[tuple[int, int, str]]:
     for tag, i1, i2, j1, j2 in lines.get_opcodes():
         if tag == "equal":
             continue
-        a_start, b_start = old_starts[i1], new_starts[j1]
-        a_text, b_text = old[a_start : old_starts[i2]], new[b_start : new_starts[j2]]
-        a_tokens, b_tokens = _TOKEN.findall(a_text), _TOKEN.findall(b_text)
-        a_offsets, b_offsets = _starts(a_tokens), _starts(b_tokens)
-        tokens = difflib.SequenceMatcher(a=a_tokens, b=b_tokens, autojunk=False)
-        for ttag, k1, k2, m1, m2 in tokens.get_opcodes():
-            if ttag != "equal":
-                text = b_text[b_offsets[m1] : b_offsets[m2]]
-                out.append((a_start + a_offsets[k1], a_start + a_offsets[k2], text))
+        for (a1, a2), (b1, b2) in _pair_lines(old_lines[i1:i2], new_lines[j1:j2]):
+            a_start, b_start = old_starts[i1 + a1], new_starts[j1 + b1]
+            a_text = old[a_start : old_starts[i1 + a2]]
+            b_text = new[b_start : new_starts[j1 + b2]]
+            out.extend(_token_diff(a_text, b_text, a_start))
     return out
+
+
+def _pair_lines(a: list[str], b: list[str]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Split a changed hunk into (old range, new range) pieces: similar lines pair up, the
+    rest are pure insertions or deletions. Keeps `256 → 128` apart from an added line."""
+    pieces = []
+    j = 0
+    for i, line in enumerate(a):
+        match = next((k for k in range(j, len(b)) if _similar(line, b[k])), None)
+        if match is None:
+            pieces.append(((i, i + 1), (j, j)))
+            continue
+        if match > j:
+            pieces.append(((i, i), (j, match)))
+        pieces.append(((i, i + 1), (match, match + 1)))
+        j = match + 1
+    if j < len(b):
+        pieces.append(((len(a), len(a)), (j, len(b))))
+    return pieces
+
+
+def _similar(a: str, b: str) -> bool:
+    """Most of the shorter line survives in the other (a line that grew by appended flags)."""
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    kept = sum(block.size for block in matcher.get_matching_blocks())
+    return kept >= 0.6 * max(min(len(a.strip()), len(b.strip())), 1)
+
+
+def _token_diff(a_text: str, b_text: str, a_start: int) -> list[tuple[int, int, str]]:
+    a_tokens, b_tokens = _TOKEN.findall(a_text), _TOKEN.findall(b_text)
+    a_offsets, b_offsets = _starts(a_tokens), _starts(b_tokens)
+    tokens = difflib.SequenceMatcher(a=a_tokens, b=b_tokens, autojunk=False)
+    return [
+        (a_start + a_offsets[k1], a_start + a_offsets[k2], b_text[b_offsets[m1] : b_offsets[m2]])
+        for tag, k1, k2, m1, m2 in tokens.get_opcodes()
+        if tag != "equal"
+    ]
 
 
 def _starts(parts: Sequence[str]) -> list[int]:
@@ -169,7 +202,7 @@ class SourceMap:
 
     decoded: str
     offsets: list[int]
-    encode_kind: str = "identity"  # identity | json | yaml_single | yaml_block
+    encode_kind: str = "identity"  # identity | json | yaml_single | yaml_block | yaml_plain
     indent: str = ""  # yaml_block: the indentation of the block's lines
 
     @classmethod
@@ -181,6 +214,14 @@ class SourceMap:
         return Edit(self.offsets[edit.start], self.offsets[edit.end], self.encode(edit.text))
 
     def encode(self, text: str) -> str:
+        """Source text for `text`; raises ValueError when the container cannot hold it."""
+        if self.encode_kind == "yaml_plain":
+            if ": " in text or " #" in text or "\n" in text or text.endswith(":"):
+                raise ValueError(
+                    f"{text.strip()!r} cannot go into an unquoted YAML string; "
+                    "quote the command or write it as a list"
+                )
+            return text
         if self.encode_kind == "json":
             return json.dumps(text, ensure_ascii=False)[1:-1]
         if self.encode_kind == "yaml_single":

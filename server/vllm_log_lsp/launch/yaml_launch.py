@@ -122,6 +122,7 @@ def scalar_map(text: str, node: ScalarNode) -> SourceMap | None:
     value = scalar(node) or ""
     if not node.style:
         candidate = SourceMap.identity(text[start:end], start)
+        candidate.encode_kind = "yaml_plain"
     elif node.style in ("'", '"'):
         candidate = _quoted_map(text, start, end, node.style)
     elif node.style in ("|", ">"):
@@ -153,9 +154,7 @@ def _quoted_map(text: str, start: int, end: int, quote: str) -> SourceMap | None
             i += 2
             continue
         if quote == '"' and ch == "\\":
-            escaped = {"\\": "\\", '"': '"', "/": "/", "n": "\n", "t": "\t"}.get(
-                text[i + 1 : i + 2]
-            )
+            escaped = {"\\": "\\", '"': '"', "/": "/", "n": "\n", "t": "\t"}.get(text[i + 1 : i + 2])
             if escaped is None:
                 return None
             decoded.append(escaped)
@@ -436,9 +435,7 @@ class KubernetesEnv:
             if node.value:
                 pos = node.value[-1].end_mark.index
                 return Edit(pos, pos, f", {{name: {name}, value: {rendered}}}")
-            return Edit(
-                node.start_mark.index, node.end_mark.index, f"[{{name: {name}, value: {rendered}}}]"
-            )
+            return Edit(node.start_mark.index, node.end_mark.index, f"[{{name: {name}, value: {rendered}}}]")
         last = node.value[-1]
         prefix = item_prefix(self.text, self.lines, last)
         pos = self.lines.line_end(last_scalar_end(self.text, last))
@@ -498,9 +495,7 @@ def _compose_service(text: str, lines: LineIndex, name: str, service: MappingNod
     return _argv_sites(text, lines, nodes, "compose", f"service {name}", env, image, image_entry)
 
 
-def _kubernetes_container(
-    text: str, lines: LineIndex, label: str, container: MappingNode
-) -> list[Site]:
+def _kubernetes_container(text: str, lines: LineIndex, label: str, container: MappingNode) -> list[Site]:
     image = scalar(get(container, "image"))
     command = get(container, "command")
     env = KubernetesEnv(text, lines, container)
