@@ -1,0 +1,107 @@
+"""Every built-in rule: well formed, its samples match it (and no earlier rule), its fixes
+spell flags that exist in the vLLM versions they are offered for."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from vllm_log_lsp.core.analyze import classify
+from vllm_log_lsp.core.catalog import FAMILIES, builtin_catalog
+from vllm_log_lsp.core.versions import in_range, parse_version
+
+CATALOG = builtin_catalog()
+RULES = CATALOG.rules
+SAMPLES = [(rule, sample) for rule in RULES for sample in rule.samples]
+
+
+def classify_sample(rule, text: str):
+    phase = rule.sample_phase or (rule.phases[0] if rule.phases else "startup")
+    frames = list(rule.sample_frames)
+    return classify(CATALOG, text, [], frames, list(rule.sample_context), phase)
+
+
+def test_catalog_loads_cleanly() -> None:
+    assert not CATALOG.errors, [str(e) for e in CATALOG.errors]
+
+
+def test_enough_rules_and_unique_ids() -> None:
+    ids = [rule.id for rule in RULES]
+    assert len(ids) == len(set(ids)), "duplicate rule ids"
+    causes = [rule for rule in RULES if rule.family != "unrecognized"]
+    assert len(causes) >= 55
+
+
+def test_fallback_is_last() -> None:
+    assert RULES[-1].id == "unrecognized"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[rule.id for rule in RULES])
+def test_rule_is_documented(rule) -> None:
+    assert rule.family in FAMILIES
+    assert rule.samples, "every rule needs at least one real sample"
+    assert rule.explanation and rule.summary
+    if rule.family not in ("unrecognized",):
+        assert rule.fixes or rule.next_steps, "a cause needs something to do"
+
+
+@pytest.mark.parametrize(
+    ("rule", "sample"), SAMPLES, ids=[f"{rule.id}-{i}" for i, (rule, _) in enumerate(SAMPLES)]
+)
+def test_sample_matches_its_own_rule_first(rule, sample: str) -> None:
+    found, _ = classify_sample(rule, sample)
+    assert found is not None and found.id == rule.id, (
+        f"sample of {rule.id} classified as {found.id if found else None}"
+    )
+
+
+# -- flag and environment history (vllm-facts.md, sections 5 and 6) ---------------------------
+# flag -> versions in which it exists
+FLAG_HISTORY = {
+    "--attention-backend": ">=0.13",
+    "--max-cudagraph-capture-size": ">=0.11.2",
+    "--cudagraph-capture-sizes": ">=0.11.2",
+    "--swap-space": "<0.18",
+    "--optimization-level": ">=0.12",
+    "--kv-cache-memory-bytes": ">=0.10.2",
+    "--max-seq-len-to-capture": "<0.11",
+    "--disable-async-output-proc": "<0.11",
+    "--guided-decoding-backend": "<0.11",
+}
+ENV_HISTORY = {
+    "VLLM_ATTENTION_BACKEND": "<0.15",
+    "VLLM_USE_V1": "<0.11",
+    "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": ">=0.9.2",
+    "VLLM_ENGINE_READY_TIMEOUT_S": ">=0.14.1",
+    "VLLM_ENGINE_ITERATION_TIMEOUT_S": "<0.11",
+    "VLLM_RPC_TIMEOUT": "<0.11",
+}
+PROBES = [parse_version(v) for v in ("0.6.3", "0.8.5", "0.9.2", "0.10.2", "0.11.0", "0.11.2",
+                                     "0.12.0", "0.13.0", "0.14.1", "0.17.1", "0.18.1", "0.25.0", "0.33.0")]
+FIXES = [(rule, fix) for rule in RULES for fix in rule.fixes]
+
+
+@pytest.mark.parametrize(
+    ("rule", "fix"), FIXES, ids=[f"{rule.id}-{i}" for i, (rule, _) in enumerate(FIXES)]
+)
+def test_fix_spells_flags_that_exist(rule, fix) -> None:
+    for op in fix.ops:
+        history = FLAG_HISTORY.get(op.name) if op.op != "set_env" else ENV_HISTORY.get(op.name)
+        assert op.name != "--cudagraph-mode", "no --cudagraph-mode flag exists: use -cc.cudagraph_mode"
+        assert op.name != "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "never advise the long-max-model-len override"
+        if history is None:
+            continue
+        for version in PROBES:
+            if in_range(version, fix.versions):
+                assert in_range(version, history), (
+                    f"{rule.id}: {op.name} offered for {'.'.join(map(str, version))} "
+                    f"but exists only {history}"
+                )
+
+
+def test_no_fix_advises_long_max_model_len_override() -> None:
+    for rule in RULES:
+        for fix in rule.fixes:
+            text = f"{fix.title} {fix.detail}"
+            assert not re.search(r"VLLM_ALLOW_LONG_MAX_MODEL_LEN\s*=\s*1", text), rule.id
