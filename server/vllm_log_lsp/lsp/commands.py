@@ -9,7 +9,6 @@ summary. A document the editor already syncs is analysed from its synced text in
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,8 +74,7 @@ def summary(uri: str, result: AnalysisResult) -> dict[str, Any]:
 def _read_and_analyze(server: VllmLogServer, path: Path, settings) -> tuple[str, AnalysisResult]:
     text, warnings = decode_log(path.read_bytes())
     # An explicit request: analyse whatever the size (the limit guards automatic analysis).
-    unlimited = dataclasses.replace(settings, max_file_size_mb=float("inf"))
-    return text, compute(Analyzer(server.catalog), text, None, unlimited, tuple(warnings))
+    return text, compute(Analyzer(server.catalog), text, None, settings, tuple(warnings), enforce_limit=False)
 
 
 def register(server: VllmLogServer) -> None:

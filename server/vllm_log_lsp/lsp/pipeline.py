@@ -40,10 +40,15 @@ def input_warnings(text: str) -> tuple[str, ...]:
 
 
 def compute(
-    analyzer: Analyzer, text: str, version: int | None, settings: Settings, warnings: tuple[str, ...] = ()
+    analyzer: Analyzer,
+    text: str,
+    version: int | None,
+    settings: Settings,
+    warnings: tuple[str, ...] = (),
+    enforce_limit: bool = True,
 ) -> AnalysisResult:
     """The worker-thread part: analyse, and index lines so features can read them for free."""
-    if len(text) > settings.max_file_chars:
+    if enforce_limit and len(text) > settings.max_file_chars:
         index = LogIndex(text[:0])
         reason = (
             f"Not analysed: this log is {len(text) / 1048576:.0f} MB, over the "

@@ -7,6 +7,7 @@ from types import ModuleType
 
 from lsprotocol import types
 from pygls import uris
+from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
@@ -89,7 +90,10 @@ class VllmLogServer(LanguageServer):
         return max(matches, key=len) if matches else None
 
     def report_server_error(self, error: Exception, source: object) -> None:
-        """Out-of-band errors go to the log, not to pop-ups (pygls would show a message)."""
+        """Out-of-band errors go to the log, not to pop-ups (pygls would show a message).
+        Request errors already reach the client in their error response."""
+        if source is FeatureRequestError:
+            return
         logging.getLogger("vllm_log_lsp").error("server error (%s): %r", source, error)
         log_to_client(self, f"vllm-log: internal error: {error!r}", types.MessageType.Error)
 

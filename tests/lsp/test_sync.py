@@ -1,0 +1,135 @@
+"""Growing logs, the stale-version race, the analyzeFile command and work-done progress."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+
+from .conftest import FIXTURES, close, doc, fixture_text, fresh_uri, open_log, pos, wait_published
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+def append(client, uri: str, version: int, at_line: int, text: str) -> None:
+    """An incremental change inserting `text` at the start of line `at_line` (the end of a log
+    that ends with a line break), as an editor reloading a tailed file sends it."""
+    end = pos(at_line, 0)
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangePartial(range=types.Range(end, end), text=text)],
+        )
+    )
+
+
+def growing_log() -> tuple[str, str, int, int]:
+    """(healthy head, crashing tail, lines in head, root-cause line of the whole)."""
+    head = fixture_text("healthy-017.log")
+    if not head.endswith("\n"):
+        head += "\n"
+    n = head.count("\n")
+    return head, fixture_text("crash-unicode.log"), n, n + 10
+
+
+def errors(diagnostics):
+    return [d.range.start.line for d in diagnostics if d.severity == types.DiagnosticSeverity.Error]
+
+
+async def test_appended_lines_are_analysed(client):
+    head, tail, n, root = growing_log()
+    uri = fresh_uri("tail.log")
+    assert await open_log(client, uri, head) == []  # still healthy
+    append(client, uri, 2, n, tail)
+    assert errors(await wait_published(client, uri, version=2)) == [root]
+    close(client, uri)
+
+
+async def test_only_the_latest_version_is_published(client):
+    head, tail, n, root = growing_log()
+    cut = tail.index("\n", len(tail) // 2) + 1
+    middle, rest = tail[:cut], tail[cut:]
+    uri = fresh_uri("race.log")
+    await open_log(client, uri, head)
+    append(client, uri, 2, n, middle)
+    append(client, uri, 3, n + middle.count("\n"), rest)
+    assert errors(await wait_published(client, uri, version=3)) == [root]
+    await asyncio.sleep(0.5)
+    versions = [p.version for p in client.recorder.for_uri(uri)]
+    assert versions == [1, 3]
+    close(client, uri)
+
+
+async def test_edit_in_the_middle_and_full_replacement(client):
+    text = fixture_text("crash-041.log")
+    uri = fresh_uri("edit.log")
+    await open_log(client, uri, text)
+    # Replace the root-cause line's text with something harmless: the crash is re-diagnosed.
+    line = text.splitlines()[108]
+    change = types.TextDocumentContentChangePartial(
+        range=types.Range(pos(108, 0), pos(108, len(line))), text="INFO 01-01 00:00:00 [x.py:1] all good"
+    )
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(types.VersionedTextDocumentIdentifier(uri=uri, version=2), [change])
+    )
+    assert 108 not in errors(await wait_published(client, uri, version=2))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=uri, version=3),
+            [types.TextDocumentContentChangeWholeDocument(text=fixture_text("healthy-017.log"))],
+        )
+    )
+    assert await wait_published(client, uri, version=3) == []
+    close(client, uri)
+
+
+async def test_analyze_file_command_on_an_unopened_file(client, tmp_path: Path):
+    path = tmp_path / "big-server.log"
+    shutil.copy(FIXTURES / "crash-038.log", path)
+    summary = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="vllmLog.analyzeFile", arguments=[str(path)])
+    )
+    assert summary["healthy"] is False
+    assert [f["line"] for f in summary["findings"]] == [134]
+    assert summary["findings"][0]["fixes"][0]["commandLine"] == "--enforce-eager"
+    uri = summary["uri"]
+    assert uri == path.as_uri()
+    assert errors(await wait_published(client, uri)) == [133]
+    # Hover works on the analysed file too.
+    hover = await client.text_document_hover_async(types.HoverParams(doc(uri), pos(133)))
+    assert hover is not None and "Root cause" in hover.contents.value
+    # A file: URI is accepted as well.
+    again = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="vllmLog.analyzeFile", arguments=[path.as_uri()])
+    )
+    assert again["findings"] == summary["findings"]
+
+
+async def test_analyze_file_errors_are_error_responses(client, tmp_path: Path):
+    for arguments in ([str(tmp_path / "missing.log")], [], [42]):
+        with pytest.raises(Exception, match=r"analyzeFile|no such file|expects"):
+            await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="vllmLog.analyzeFile", arguments=arguments)
+            )
+    assert (
+        await client.text_document_hover_async(types.HoverParams(doc("file:///nowhere.log"), pos(0))) is None
+    )
+
+
+async def test_large_document_reports_progress(client):
+    healthy = fixture_text("healthy-017.log")
+    text = healthy * (2_100_000 // len(healthy) + 1) + fixture_text("crash-041.log")
+    uri = fresh_uri("large.log")
+    before = set(client.progress_reports)
+    diagnostics = await open_log(client, uri, text)
+    assert errors(diagnostics)
+    new = [client.progress_reports[t] for t in client.progress_reports if t not in before]
+    assert (
+        new
+        and isinstance(new[0][0], types.WorkDoneProgressBegin)
+        and isinstance(new[0][-1], types.WorkDoneProgressEnd)
+    )
+    close(client, uri)
