@@ -95,11 +95,11 @@ def fix_text(
         fmt, sites = parse_sites(path, text)
     except Malformed as exc:
         return skipped(str(exc))
-    if not sites:
-        return skipped("no vLLM invocation found")
     bad = problem(fmt, text)
     if bad:
         return skipped(bad)
+    if not sites:
+        return skipped("no vLLM invocation found")
     lines = LineIndex(text)
     if index is None:
         ranking = rank_invocations([s.invocation(path, i, lines) for i, s in enumerate(sites)], context)

@@ -13,6 +13,7 @@ and a `SourceMap` carries edits back to the file.
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -53,7 +54,7 @@ def parse_shell(text: str) -> list[ShellCommand]:
     """All simple commands of a script, in order; raises Malformed via bashlex errors."""
     commands: list[ShellCommand] = []
     for part in bashlex.parse(text):
-        _collect(part, commands)
+        _collect(part, commands, text)
     return commands
 
 
@@ -128,24 +129,41 @@ def without_prompt(command: ShellCommand) -> ShellCommand:
     return ShellCommand(words, assignments, start, command.end)
 
 
-def _collect(node: bashlex.ast.node, out: list[ShellCommand]) -> None:
+def _collect(node: bashlex.ast.node, out: list[ShellCommand], text: str) -> None:
     kind = getattr(node, "kind", "")
     if kind == "command":
         words: list[Word] = []
         assignments: list[Word] = []
         for part in node.parts:
             if part.kind == "assignment" and not words:
-                assignments.append(Word(part.word, *part.pos))
+                assignments.append(_word(part, text))
             elif part.kind == "word":
-                words.append(Word(part.word, *part.pos))
+                words.append(_word(part, text))
         out.append(ShellCommand(words, assignments, *node.pos))
         return
     for attr in ("parts", "list"):
         for child in getattr(node, attr, None) or ():
-            _collect(child, out)
+            _collect(child, out, text)
     command = getattr(node, "command", None)
     if isinstance(command, bashlex.ast.node):
-        _collect(command, out)
+        _collect(command, out, text)
+
+
+def _word(part: bashlex.ast.node, text: str) -> Word:
+    """A word with its value unquoted from the source by POSIX rules.
+
+    bashlex's own `word` drops quotes inside assignment-like words (`--c='{"a": 1}'` reads
+    `--c={a: 1}`), so its positions are used but the value is read again with shlex.
+    """
+    start, end = part.pos
+    value = part.word
+    try:
+        tokens = shlex.split(text[start:end])
+    except ValueError:
+        tokens = []
+    if len(tokens) == 1:
+        value = tokens[0]
+    return Word(value, start, end)
 
 
 def check_shell(text: str) -> str | None:
