@@ -62,13 +62,7 @@ def scan_shell(text: str) -> list[ShellCommand]:
     """Like `parse_shell`, but never fails: falls back to parsing line by line."""
     try:
         return parse_shell(text)
-    except (
-        bashlex.errors.ParsingError,
-        NotImplementedError,
-        AttributeError,
-        IndexError,
-        TypeError,
-    ):
+    except Exception:  # bashlex lacks some bash (heredocs, `case`, `((…))`) and fails variously
         pass
     commands: list[ShellCommand] = []
     for start, chunk in logical_lines(text):
