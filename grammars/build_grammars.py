@@ -625,7 +625,7 @@ def main_grammar() -> dict:
         .ansi()
         .raw(" ")
         .ansi()
-        .cap(r"\d{2}-\d{2} " + TIME, S["timestamp"])
+        .cap(r"(?:\d{4}-)?\d{2}-\d{2} " + TIME + r"(?:[.,]\d+)?", S["timestamp"])
         .ansi()
         .raw(r"\s")
         .ansi()
@@ -697,9 +697,9 @@ def main_grammar() -> dict:
         .cap(r"\[", sp)
         .level()
         .cap(r"\]", sp)
-        .raw(" ")
+        .raw("(?: ")
         .cap(r"\d{4}-\d{2}-\d{2}-" + TIME + r"(?:\.\d+)?", S["timestamp"])
-        .raw(" ?")
+        .raw(")? ?")
     )
     ray_cpp = (
         Rx()
@@ -725,7 +725,7 @@ def main_grammar() -> dict:
             glog.begin(after_header, "torch c10 / glog / absl: [W303 19:38:29.33 file.cpp:1538]"),
             ray_logger.begin(after_header, "Ray logger: 2026-01-31 14:20:59,483<TAB>INFO w.py:1 -- "),
             py_logging.begin(after_header, "Python logging: 2025-06-20 20:02:20,931 - name - INFO - "),
-            ascend.begin(after_header, "Ascend CANN: [ERROR] 2025-09-18-10:34:30 "),
+            ascend.begin(after_header, "bracketed level (Ascend CANN, TBE): [ERROR] 2025-09-18-10:34:30 "),
             ray_cpp.begin(after_header, "Ray C++: [2025-05-19 09:49:02,102 C 1 1] "),
             gloo.begin(after_header, "[Gloo] "),
         ]
