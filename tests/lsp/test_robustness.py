@@ -1,0 +1,82 @@
+"""Malformed and hostile input never crashes the server or stops it answering."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from lsprotocol import types
+
+from .conftest import close, doc, fixture_text, fresh_uri, open_log, pos
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+async def still_answers(client) -> None:
+    """A real request on a real log still gets its answer, promptly."""
+    uri = fresh_uri("alive.log")
+    await open_log(client, uri, fixture_text("crash-038.log"))
+    hover = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(doc(uri), pos(133))), 10)
+    assert hover is not None
+    close(client, uri)
+
+
+async def test_requests_on_unknown_documents(client):
+    unknown = doc("file:///never/opened.log")
+    assert await client.text_document_hover_async(types.HoverParams(unknown, pos(3, 4))) is None
+    assert not await client.text_document_definition_async(types.DefinitionParams(unknown, pos(0)))
+    assert not await client.text_document_code_lens_async(types.CodeLensParams(unknown))
+    assert not await client.text_document_document_symbol_async(types.DocumentSymbolParams(unknown))
+    assert not await client.text_document_folding_range_async(types.FoldingRangeParams(unknown))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=unknown.uri, version=2),
+            [types.TextDocumentContentChangeWholeDocument(text="x")],
+        )
+    )
+    close(client, unknown.uri)
+    await still_answers(client)
+
+
+async def test_positions_past_the_end(client):
+    uri = fresh_uri("short.log")
+    await open_log(client, uri, fixture_text("crash-031.log"))
+    far = pos(10_000, 99_999)
+    assert await client.text_document_hover_async(types.HoverParams(doc(uri), far)) is None
+    assert await client.text_document_hover_async(types.HoverParams(doc(uri), pos(24, 99_999))) is not None
+    assert not await client.text_document_definition_async(types.DefinitionParams(doc(uri), far))
+    # An edit whose range lies past the end is applied at the end, not a crash.
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            [types.TextDocumentContentChangePartial(range=types.Range(far, far), text="\nmore\n")],
+        )
+    )
+    await still_answers(client)
+    close(client, uri)
+
+
+async def test_binary_content(client):
+    uri = fresh_uri("core.bin")
+    data = bytes(range(256)) * 64 + b"\x00\x00vllm\xff\xfe"
+    await open_log(client, uri, data.decode("latin-1"))
+    await still_answers(client)
+    close(client, uri)
+
+
+async def test_a_10_mb_single_line(client):
+    uri = fresh_uri("one-line.log")
+    text = "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] " + "模型🚀█x" * 2_500_000
+    await open_log(client, uri, text, wait=False)
+    await still_answers(client)
+    # A request on the huge line itself is answered too (whatever the analysis made of it).
+    await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(doc(uri), pos(0, 5_000_000))), 10)
+    close(client, uri)
+
+
+async def test_bad_command_arguments(client):
+    with pytest.raises(Exception, match="goToRootCause"):
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="vllmLog.goToRootCause", arguments=[{"bad": 1}])
+        )
+    await still_answers(client)
