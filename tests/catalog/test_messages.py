@@ -113,9 +113,7 @@ def test_listed_templates_exist() -> None:
 def test_template_classifies_into_its_rule(rule, message_id: str, index: int, wording: str) -> None:
     text = _fill(message_id, wording)
     phase = rule.sample_phase or (rule.phases[0] if rule.phases else "startup")
-    found, _ = classify(
-        CATALOG, text, [], list(rule.sample_frames), list(rule.sample_context), phase
-    )
+    found, _ = classify(CATALOG, text, [], list(rule.sample_frames), list(rule.sample_context), phase)
     assert found is not None and found.id == rule.id, (
         f"{message_id}[{index}] -> {found.id if found else None}: {text!r}"
     )
@@ -129,10 +127,20 @@ def unclaimed_templates() -> list[str]:
 # Templates no rule claims on purpose: wrappers and symptoms (markers.toml), and warnings or
 # notices that are never the cause of a death.
 NOT_CAUSES = {
-    "engine_dead", "engine_core_init_failed", "worker_failed_with_error", "v0_mq_engine_dead",
-    "v0_async_engine_dead", "swap_space_too_large", "cudagraph_mem_profiling_notice",
-    "kv_cache_memory_hint", "custom_allreduce_p2p", "custom_allreduce_pcie", "force_spawn",
-    "port_in_use", "enforce_eager_notice", "unknown_vllm_env",
+    "engine_dead",
+    "engine_core_init_failed",
+    "worker_failed_with_error",
+    "v0_mq_engine_dead",
+    "v0_async_engine_dead",
+    "swap_space_too_large",
+    "cudagraph_mem_profiling_notice",
+    "kv_cache_memory_hint",
+    "custom_allreduce_p2p",
+    "custom_allreduce_pcie",
+    "force_spawn",
+    "port_in_use",
+    "enforce_eager_notice",
+    "unknown_vllm_env",
 }
 
 

@@ -77,14 +77,28 @@ ENV_HISTORY = {
     "VLLM_ENGINE_ITERATION_TIMEOUT_S": "<0.11",
     "VLLM_RPC_TIMEOUT": "<0.11",
 }
-PROBES = [parse_version(v) for v in ("0.6.3", "0.8.5", "0.9.2", "0.10.2", "0.11.0", "0.11.2",
-                                     "0.12.0", "0.13.0", "0.14.1", "0.17.1", "0.18.1", "0.25.0", "0.33.0")]
+PROBES = [
+    parse_version(v)
+    for v in (
+        "0.6.3",
+        "0.8.5",
+        "0.9.2",
+        "0.10.2",
+        "0.11.0",
+        "0.11.2",
+        "0.12.0",
+        "0.13.0",
+        "0.14.1",
+        "0.17.1",
+        "0.18.1",
+        "0.25.0",
+        "0.33.0",
+    )
+]
 FIXES = [(rule, fix) for rule in RULES for fix in rule.fixes]
 
 
-@pytest.mark.parametrize(
-    ("rule", "fix"), FIXES, ids=[f"{rule.id}-{i}" for i, (rule, _) in enumerate(FIXES)]
-)
+@pytest.mark.parametrize(("rule", "fix"), FIXES, ids=[f"{rule.id}-{i}" for i, (rule, _) in enumerate(FIXES)])
 def test_fix_spells_flags_that_exist(rule, fix) -> None:
     for op in fix.ops:
         history = FLAG_HISTORY.get(op.name) if op.op != "set_env" else ENV_HISTORY.get(op.name)
@@ -105,3 +119,36 @@ def test_no_fix_advises_long_max_model_len_override() -> None:
         for fix in rule.fixes:
             text = f"{fix.title} {fix.detail}"
             assert not re.search(r"VLLM_ALLOW_LONG_MAX_MODEL_LEN\s*=\s*1", text), rule.id
+
+
+def _groups(rule) -> set[str]:
+    names: set[str] = set()
+    for pattern in rule.match + rule.evidence:
+        names |= set(pattern.compiled.groupindex)
+    return names
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[rule.id for rule in RULES])
+def test_placeholders_and_captures_exist(rule) -> None:
+    groups = _groups(rule)
+    assert set(re.findall(r"\{(\w+)\}", rule.message)) <= groups, "message names an unknown capture"
+    # The explanation is shown as is: it must not rely on evidence placeholders.
+    assert not re.findall(r"\{(\w+)\}", rule.explanation)
+    for fix in rule.fixes:
+        for op in fix.ops:
+            for name in (op.value.capture, op.value.base_capture) if op.value else ():
+                assert name is None or name in groups, f"{fix.title}: unknown capture {name}"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[rule.id for rule in RULES])
+def test_fixes_resolve_for_the_first_sample(rule) -> None:
+    from vllm_log_lsp.core.values import resolve_op
+
+    _, captures = classify_sample(rule, rule.samples[0])
+    for fix in rule.fixes:
+        for op in fix.ops:
+            resolved = resolve_op(op, captures, None)
+            uses_capture = op.value is not None and op.value.capture and not op.value.derive
+            if uses_capture and op.value.literal is None and op.value.capture not in captures:
+                continue  # the value only exists when the log carries it
+            assert resolved is not None, f"{fix.title}: {op.name} has no value"

@@ -69,13 +69,26 @@ class CatalogError(ValueError):
         self.path, self.line, self.message = path, line, message
 
 
-@dataclass(frozen=True)
 class Pattern:
-    """A compiled regex that searches with a time limit; a timeout counts as no match."""
+    """A regex that searches with a time limit; a timeout counts as no match.
 
-    source: str
-    compiled: Any
-    timeout: float
+    Built-in patterns compile on first use: a `check` run tries only a few of the catalog's
+    hundreds of regexes, and compiling them all would dominate its start-up. User patterns
+    compile at load time so that errors are reported with their file and line.
+    """
+
+    __slots__ = ("_compiled", "source", "timeout")
+
+    def __init__(self, source: str, timeout: float, compiled: Any = None) -> None:
+        self.source = source
+        self.timeout = timeout
+        self._compiled = compiled
+
+    @property
+    def compiled(self) -> Any:
+        if self._compiled is None:
+            self._compiled = _engine.compile(self.source)
+        return self._compiled
 
     def search(self, text: str) -> Any:
         try:
@@ -85,9 +98,13 @@ class Pattern:
         except TimeoutError:
             return None
 
+    def __repr__(self) -> str:
+        return f"Pattern({self.source!r})"
 
-def compile_pattern(source: str, timeout: float = BUILTIN_REGEX_TIMEOUT) -> Pattern:
-    return Pattern(source, _engine.compile(source), timeout)
+
+def compile_pattern(source: str, timeout: float = BUILTIN_REGEX_TIMEOUT, eager: bool = True) -> Pattern:
+    """A Pattern; `eager` compiles now (raising on a bad regex), else on first use."""
+    return Pattern(source, timeout, _engine.compile(source) if eager else None)
 
 
 @dataclass(frozen=True)
@@ -194,7 +211,8 @@ def _compile_all(
     patterns = []
     for source in sources:
         try:
-            patterns.append(compile_pattern(source, timeout))
+            # Built-in regexes are checked by the test suite; users' are checked here.
+            patterns.append(compile_pattern(source, timeout, eager=timeout == USER_REGEX_TIMEOUT))
         except Exception as err:  # regex.error / re.error
             errors.append(CatalogError(where, line, f"regex {source!r} does not compile: {err}"))
     return tuple(patterns)
