@@ -16,7 +16,9 @@ async def still_answers(client) -> None:
     """A real request on a real log still gets its answer, promptly."""
     uri = fresh_uri("alive.log")
     await open_log(client, uri, fixture_text("crash-038.log"))
-    hover = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(doc(uri), pos(133))), 10)
+    hover = await asyncio.wait_for(
+        client.text_document_hover_async(types.HoverParams(doc(uri), pos(133))), 10
+    )
     assert hover is not None
     close(client, uri)
 
@@ -70,7 +72,9 @@ async def test_a_10_mb_single_line(client):
     await open_log(client, uri, text, wait=False)
     await still_answers(client)
     # A request on the huge line itself is answered too (whatever the analysis made of it).
-    await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(doc(uri), pos(0, 5_000_000))), 10)
+    await asyncio.wait_for(
+        client.text_document_hover_async(types.HoverParams(doc(uri), pos(0, 5_000_000))), 10
+    )
     close(client, uri)
 
 

@@ -36,7 +36,10 @@ async def messages_matching(client, needle: str, timeout: float = 5.0) -> list[s
 async def test_initialization_options_and_bad_rule_files(profile):
     options = {
         "vllmLog": {
-            "diagnostics": {"precursors": False, "severityOverrides": {"symptom": "hint", "kv-cache-no-memory": "warning"}},
+            "diagnostics": {
+                "precursors": False,
+                "severityOverrides": {"symptom": "hint", "kv-cache-no-memory": "warning"},
+            },
             "rules": {"extraFiles": [str(FIXTURES / "rules-good.toml"), str(FIXTURES / "rules-bad.toml")]},
         }
     }
@@ -71,7 +74,9 @@ async def test_did_change_configuration_and_bad_values(profile):
         assert await messages_matching(client, "vllmLog.diagnostics.precursors")
         assert all(m.type == types.MessageType.Error for m in client.messages)
         diagnostics = await wait_published(client, uri, count=3)
-        assert (135, SEV.Information) in severities(diagnostics) and (159, SEV.Error) in severities(diagnostics)
+        assert (135, SEV.Information) in severities(diagnostics) and (159, SEV.Error) in severities(
+            diagnostics
+        )
 
 
 @pytest.mark.parametrize("profile", CLIENTS)
@@ -82,7 +87,9 @@ async def test_pull_configuration_per_folder(profile):
         await open_log(client, uri, fixture_text("crash-032.log"))
         # An empty didChangeConfiguration makes the server pull `vllmLog` (global and per folder).
         client.set_configuration({"diagnostics": {"precursors": True}}, section="vllmLog")
-        client.set_configuration({"diagnostics": {"severityOverrides": {"precursor": "hint"}}}, section="vllmLog", scope_uri=folder)
+        client.set_configuration(
+            {"diagnostics": {"severityOverrides": {"precursor": "hint"}}}, section="vllmLog", scope_uri=folder
+        )
         change_configuration(client, None)
         diagnostics = await wait_published(client, uri, count=2)
         assert (135, SEV.Hint) in severities(diagnostics)
