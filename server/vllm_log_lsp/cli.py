@@ -17,7 +17,7 @@ from . import __version__
 from .core.analyze import analyze
 from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
 from .core.model import PHASE_TITLES, Analysis, Finding
-from .core.text import decode_log
+from .core.text import inspect_log_bytes
 
 EXIT_HEALTHY, EXIT_DEATH, EXIT_UNREADABLE = 0, 1, 2
 JSON_SCHEMA_VERSION = 1
@@ -63,6 +63,14 @@ def read_input(path: str) -> bytes:
         return sys.stdin.buffer.read()
     with open(path, "rb") as handle:
         return handle.read()
+
+
+def _plain_file(path: str) -> str | None:
+    """The path when grep may read it directly: a regular file without a byte-order mark."""
+    if path == "-" or not os.path.isfile(path):
+        return None
+    with open(path, "rb") as handle:
+        return None if handle.read(3) == b"\xef\xbb\xbf" else path
 
 
 def finding_to_json(finding: Finding, lines: list[str] | None = None) -> dict:
@@ -166,8 +174,8 @@ def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
             reports.append({"path": path, "error": message, "warnings": [], "incidents": []})
             status = EXIT_UNREADABLE
             continue
-        text, warnings = decode_log(data)
-        analysis = analyze(text, catalog, tuple(warnings))
+        data, warnings = inspect_log_bytes(data)
+        analysis = analyze(data, catalog, tuple(warnings), path=_plain_file(path))
         if analysis.findings and status == EXIT_HEALTHY:
             status = EXIT_DEATH
         if args.format == "json":

@@ -80,7 +80,14 @@ def test_stdin_and_binary_input() -> None:
     assert result.returncode == 1 and result.stdout.startswith("<stdin>:27:")
     binary = run("check", "-", stdin=bytes(range(256)) * 10)
     assert binary.returncode == 0
-    assert "warning: invalid UTF-8" in binary.stdout
+    assert "warning: the file contains NUL bytes: it may be binary, not a log" in binary.stdout
+    mangled = OOM.read_bytes().replace(b"CUDA out of memory. Tried", b"CUDA \xff\xfe of memory. Tried", 1)
+    result = run("check", "-", stdin=mangled)
+    assert result.returncode == 1
+    assert "warning: invalid UTF-8 (first seen on line 27)" in result.stdout
+    assert "<stdin>:27: " in result.stdout  # nothing lost: the root cause is still found
+    gz = run("check", "-", stdin=b"\x1f\x8b\x08\x00" + bytes(100))
+    assert "gzip-compressed: decompress it first" in gz.stdout
 
 
 def test_every_corpus_log_reports_a_death() -> None:

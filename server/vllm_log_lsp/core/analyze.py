@@ -33,6 +33,7 @@ from .model import (
     RunSegment,
     Symptom,
 )
+from .prefilter import candidate_lines
 from .text import LogIndex
 from .tracebacks import TRACEBACK_HEADER, Traceback, read_traceback, standalone_exception
 from .values import resolve_op
@@ -80,9 +81,12 @@ class _Incident:
     symptoms: list[tuple[Symptom, Marker, LogLine]] = field(default_factory=list)
 
 
-def analyze(text: str, catalog: Catalog | None = None, warnings: tuple[str, ...] = ()) -> Analysis:
-    """Analyse a whole log. Never raises on any input text."""
-    return Analyzer(catalog).analyze(text, warnings)
+def analyze(
+    text: str | bytes, catalog: Catalog | None = None, warnings: tuple[str, ...] = (), path: str | None = None
+) -> Analysis:
+    """Analyse a whole log: a str, or the raw UTF-8 bytes of a file (see `inspect_log_bytes`;
+    `path` names that file so the pre-filter can read it directly). Never raises on any input."""
+    return Analyzer(catalog).analyze(text, warnings, path)
 
 
 class Analyzer:
@@ -101,22 +105,24 @@ class Analyzer:
         self._index: LogIndex | None = None
         self.reused_offset = 0  # how much of the text the last call did not scan again
 
-    def analyze(self, text: str, warnings: tuple[str, ...] = ()) -> Analysis:
-        index = LogIndex(text)
+    def analyze(self, text: str | bytes, warnings: tuple[str, ...] = (), path: str | None = None) -> Analysis:
+        index = LogIndex(text, path)
         scan, start = self._reusable_scan(text, index)
         self.reused_offset = start
         scan = _scan(index, self.catalog, scan, start)
         self._text, self._scan, self._index = text, scan, index
         return _analysis(index, self.catalog, scan, warnings)
 
-    def _reusable_scan(self, text: str, index: LogIndex) -> tuple[_Scan | None, int]:
+    def _reusable_scan(self, text: str | bytes, index: LogIndex) -> tuple[_Scan | None, int]:
         old, scan, old_index = self._text, self._scan, self._index
         if old is None or scan is None or old_index is None:
             return None, 0
-        if len(text) < len(old) or not text.startswith(old):
+        if type(text) is not type(old) or len(text) < len(old) or not text.startswith(old):
             return None, 0
         index.adopt_checkpoints(old_index, len(old))
-        stable = old_index.line_start_at(len(old))
+        # Re-read the last line (it may have been cut) and the one before it (a trailing `\r`
+        # may turn out to be half of a `\r\n`).
+        stable = old_index.line_start_at(max(0, old_index.line_start_at(len(old)) - 1))
         for tb in scan.tracebacks:
             if tb.open:
                 stable = min(stable, scan.offsets.get(tb.header_line, 0))
@@ -124,7 +130,6 @@ class Analyzer:
 
 
 def _analysis(index: LogIndex, catalog: Catalog, scan: _Scan, warnings: tuple[str, ...]) -> Analysis:
-    text = index.text
     incidents = _group_incidents(scan)
     findings: list[Finding] = []
     runs: dict[tuple[str, int], RunSegment] = {}
@@ -139,13 +144,20 @@ def _analysis(index: LogIndex, catalog: Catalog, scan: _Scan, warnings: tuple[st
         precursors=tuple(precursors),
         phases=(),
         runs=tuple(runs.values()),
-        line_count=index.line_of(len(text)) + 1,
-        warnings=warnings,
+        line_count=index.line_of(len(index)) + 1,
+        warnings=warnings + _encoding_warnings(index),
         folds=tuple(
             (tb.header_line, tb.last_line) for tb in scan.tracebacks if tb.last_line > tb.header_line
         ),
         run_starts=tuple(sorted({n for n, _ in scan.run_starts})),
     )
+
+
+def _encoding_warnings(index: LogIndex) -> tuple[str, ...]:
+    if index.invalid_utf8_line is None:
+        return ()
+    line = index.invalid_utf8_line + 1
+    return (f"invalid UTF-8 (first seen on line {line}); undecodable bytes shown as U+FFFD",)
 
 
 def _truncate_scan(scan: _Scan, line: int) -> _Scan:
@@ -169,22 +181,18 @@ _SCANNED_KINDS = ("symptom", "fault", "signal", "run_start", "precursor")
 
 def _scan(index: LogIndex, catalog: Catalog, scan: _Scan | None = None, begin: int = 0) -> _Scan:
     """Find and interpret candidate lines from offset `begin` on, adding to `scan`."""
-    text = index.text
     literals = set(_BASE_LITERALS)
     for kind in _SCANNED_KINDS:
         literals.update(m.literal for m in catalog.markers_of(kind))
-    starts: set[int] = set()
-    for literal in literals:
-        pos = text.find(literal, begin)
-        while pos >= 0:
-            start = index.line_start_at(pos)
-            starts.add(start)
-            pos = text.find(literal, index.line_end_at(pos))
+    candidates = candidate_lines(index, literals, begin)
+    for start, number in candidates:
+        if number is not None:
+            index.remember(start, number)
     scan = scan or _Scan()
     consumed = scan.consumed
-    for start in sorted(starts):
+    for start, _ in candidates:
         number = index.line_of(start)
-        raw = text[start : min(index.line_end_at(start), start + MAX_LINE)]
+        raw = index.slice(start, min(index.line_end_at(start), start + MAX_LINE))
         line = parse_line(number, raw)
         scan.lines[number] = line
         scan.offsets[number] = start
@@ -359,17 +367,16 @@ def _is_decoy(catalog: Catalog, cand: _Candidate, first_death: int) -> bool:
 def _last_healthy(index: LogIndex, catalog: Catalog, lo: int, hi: int, outer: str) -> int:
     """Line of the last healthy-serving marker in [lo, hi) offsets, or -1."""
     best = -1
-    text = index.text
     for marker in catalog.markers_of("healthy"):
-        pos = text.rfind(marker.literal, lo, hi)
+        pos = index.rfind(marker.literal, lo, hi)
         tries = 0
         while pos >= 0 and tries < 20:
             start = index.line_start_at(pos)
-            line = parse_line(0, text[start : min(index.line_end_at(pos), start + MAX_LINE)])
+            line = parse_line(0, index.line_at(pos, MAX_LINE))
             if (line.outer or "") == outer and marker.pattern.search(line.message):
                 best = max(best, index.line_of(pos))
                 break
-            pos = text.rfind(marker.literal, lo, start)
+            pos = index.rfind(marker.literal, lo, start)
             tries += 1
     return best
 
@@ -561,19 +568,18 @@ def _phase_for(
         for marker in catalog.markers_of("phase_frame"):
             if marker.pattern.search(frame):
                 return marker.phase, None
-    text = index.text
     best_pos, best_phase = -1, "startup"
     for marker in catalog.markers_of("phase"):
-        pos = text.rfind(marker.literal, max(lo, best_pos + 1), hi)
+        pos = index.rfind(marker.literal, max(lo, best_pos + 1), hi)
         tries = 0
         while pos >= 0 and tries < 10:
             start = index.line_start_at(pos)
-            line = parse_line(0, text[start : min(index.line_end_at(pos), start + MAX_LINE)])
+            line = parse_line(0, index.line_at(pos, MAX_LINE))
             if marker.pattern.search(line.message.strip()):
                 if pos > best_pos:
                     best_pos, best_phase = pos, marker.phase
                 break
-            pos = text.rfind(marker.literal, max(lo, best_pos + 1), start)
+            pos = index.rfind(marker.literal, max(lo, best_pos + 1), start)
             tries += 1
     return best_phase, (index.line_of(best_pos) if best_pos >= 0 else None)
 

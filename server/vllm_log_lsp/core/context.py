@@ -84,17 +84,15 @@ def _arg_text(value: object) -> str:
 
 def read_context(index: LogIndex, start: int, end: int, limit: int = 2_000_000) -> RunContext:
     """Read the context of the run whose text is [start, end) (offsets)."""
-    text = index.text
     stop = min(end, start + limit)
     version = model = gpu = platform = None
     args: dict[str, str] = {}
     args_line = None
     for literal in _CONTEXT_LITERALS:
-        pos = text.find(literal, start, stop)
+        pos = index.find(literal, start, stop)
         if pos < 0:
             continue
-        line_start = index.line_start_at(pos)
-        line = parse_line(index.line_of(pos), text[line_start : index.line_end_at(pos)])
+        line = parse_line(index.line_of(pos), index.line_at(pos, 400_000))
         message = line.message.strip()
         if version is None:
             version = _first_group(_VERSION_PATTERNS, message)
@@ -107,9 +105,9 @@ def read_context(index: LogIndex, start: int, end: int, limit: int = 2_000_000) 
             args_line = line.number
     if args:
         model = model or args.get("--model") or args.get("--model-tag")
-    gpu_pos = text.find("GPU", start, min(stop, start + 200_000))
+    gpu_pos = index.find("GPU", start, min(stop, start + 200_000))
     if gpu_pos >= 0:
-        window = text[gpu_pos : gpu_pos + 400]
+        window = index.slice(gpu_pos, gpu_pos + 400)
         gpu = _first_group(_GPU_PATTERNS, window)
     return RunContext(
         vllm_version=version,

@@ -42,14 +42,14 @@ def run_boundaries(run_starts: tuple[int, ...] | list[int], line_count: int) -> 
     return list(zip(starts, ends, strict=True))
 
 
-def build_outline(text: str, analysis: Analysis, catalog: Catalog | None = None) -> list[RunOutline]:
+def build_outline(text: str | bytes, analysis: Analysis, catalog: Catalog | None = None) -> list[RunOutline]:
     """The timeline of every run in `text` (as analysed by `analysis`)."""
     catalog = catalog or builtin_catalog()
     index = LogIndex(text)
     outline = []
     for first, last in run_boundaries(analysis.run_starts, analysis.line_count):
         start = index.line_start(first)
-        end = index.line_start(last + 1) if last + 1 < analysis.line_count else len(text)
+        end = index.line_start(last + 1) if last + 1 < analysis.line_count else len(index)
         phases = _phases(index, catalog, start, end)
         findings = tuple(f for f in analysis.findings if first <= f.line <= last)
         context = next((f.context for f in findings), None)
@@ -73,16 +73,15 @@ def _phases(index: LogIndex, catalog: Catalog, start: int, end: int) -> tuple[Ph
             lo, hi = max(start, end - _SHUTDOWN_SPAN), end
         else:
             lo, hi = start, min(end, start + _STARTUP_SPAN)
-        pos = index.text.find(marker.literal, lo, hi)
+        pos = index.find(marker.literal, lo, hi)
         tries = 0
         while pos >= 0 and tries < 20:
-            line_start = index.line_start_at(pos)
-            line = parse_line(0, index.text[line_start : index.line_end_at(pos)][:4000])
+            line = parse_line(0, index.line_at(pos, 4000))
             if marker.pattern.search(line.message.strip()):
                 number = index.line_of(pos)
                 if marker.phase not in found or number < found[marker.phase].line:
                     found[marker.phase] = PhaseMark(number, marker.phase, PHASE_TITLES[marker.phase])
                 break
-            pos = index.text.find(marker.literal, index.line_end_at(pos), hi)
+            pos = index.find(marker.literal, index.line_end_at(pos), hi)
             tries += 1
     return tuple(sorted(found.values(), key=lambda mark: mark.line))

@@ -4,6 +4,11 @@ LSP splits lines on `\\n`, `\\r\\n` and a bare `\\r`; so do we (never `str.split
 splits on form feeds and Unicode separators). A 100 MB log has about a million lines, so the
 index is built lazily: offsets found by a literal pre-filter are turned into line numbers by
 counting line breaks between them, at C speed, without splitting the whole text.
+
+The index works over a `str` (a document an editor sent) or over the raw UTF-8 `bytes` of a file
+(the CLI and the analyse-from-disk command): then nothing is decoded but the lines the analysis
+reads, and offsets are byte offsets. Either way lines come out as `str`, and columns are code
+points of the line.
 """
 
 from __future__ import annotations
@@ -35,6 +40,21 @@ def decode_log(data: bytes) -> tuple[str, list[str]]:
     return text, warnings
 
 
+def inspect_log_bytes(data: bytes) -> tuple[bytes, list[str]]:
+    """Prepare raw log bytes for analysis without decoding them. Returns (data, warnings).
+
+    Invalid UTF-8 is found lazily, in the lines the analysis reads (see `LogIndex.slice`).
+    """
+    warnings: list[str] = []
+    if data.startswith(b"\x1f\x8b"):
+        warnings.append("the file is gzip-compressed: decompress it first (gunzip)")
+    elif b"\x00" in data[:65536]:
+        warnings.append("the file contains NUL bytes: it may be binary, not a log")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return data, warnings
+
+
 def strip_ansi(line: str) -> tuple[str, list[int] | None]:
     """Remove ANSI escape sequences. Returns (clean, colmap) where colmap[i] is the column in the
     original line of clean column i (plus one entry for the end); None when nothing was removed."""
@@ -54,15 +74,69 @@ def strip_ansi(line: str) -> tuple[str, list[int] | None]:
 
 
 class LogIndex:
-    """Maps between offsets in `text` and LSP line numbers; reads lines by number."""
+    """Maps between offsets in the text and LSP line numbers; reads lines by number.
 
-    def __init__(self, text: str) -> None:
+    `text` is a `str`, or UTF-8 `bytes` (see the module docstring); `path`, when given, names a
+    file holding exactly those bytes, so the pre-filter can let grep read it directly.
+    """
+
+    def __init__(self, text: str | bytes, path: str | None = None) -> None:
         self.text = text
-        self.has_cr = "\r" in text
+        self.path = path
+        self.is_bytes = not isinstance(text, str)
+        self._nl, self._cr, self._crlf = (b"\n", b"\r", b"\r\n") if self.is_bytes else ("\n", "\r", "\r\n")
+        self.has_cr = self._cr in text
+        self.invalid_utf8_line: int | None = None  # first line seen with undecodable bytes
         self._starts: array | None = None
         # Checkpoints (offset, line) learned while counting, for cheap incremental lookups.
         self._cp_offsets: list[int] = [0]
         self._cp_lines: list[int] = [0]
+        self._literals: dict[str, bytes] = {}
+
+    def __len__(self) -> int:
+        return len(self.text)
+
+    # -- searching ----------------------------------------------------------------------------
+    def _lit(self, literal: str) -> str | bytes:
+        if not self.is_bytes:
+            return literal
+        encoded = self._literals.get(literal)
+        if encoded is None:
+            encoded = self._literals[literal] = literal.encode("utf-8")
+        return encoded
+
+    def find(self, literal: str, start: int = 0, end: int | None = None) -> int:
+        return self.text.find(self._lit(literal), start, len(self.text) if end is None else end)
+
+    def rfind(self, literal: str, start: int = 0, end: int | None = None) -> int:
+        return self.text.rfind(self._lit(literal), start, len(self.text) if end is None else end)
+
+    def contains(self, literal: str) -> bool:
+        return self._lit(literal) in self.text
+
+    def slice(self, start: int, end: int) -> str:
+        """text[start:end] as a str (decoded from UTF-8 when the index holds bytes)."""
+        piece = self.text[start:end]
+        if not self.is_bytes:
+            return piece
+        decoded = bytes(piece).decode("utf-8", "replace")
+        if self.invalid_utf8_line is None and "\ufffd" in decoded and b"\xef\xbf\xbd" not in piece:
+            self.invalid_utf8_line = self.line_of(start)
+        return decoded
+
+    def line_at(self, offset: int, limit: int | None = None) -> str:
+        """The text of the line holding `offset` (at most `limit` units of it)."""
+        start = self.line_start_at(offset)
+        end = self.line_end_at(offset)
+        if limit is not None:
+            end = min(end, start + limit)
+        return self.slice(start, end)
+
+    def remember(self, offset: int, line: int) -> None:
+        """Record that the line starting at `offset` is `line` (learnt elsewhere, e.g. grep -n)."""
+        if self._starts is None and offset > self._cp_offsets[-1]:
+            self._cp_offsets.append(offset)
+            self._cp_lines.append(line)
 
     def adopt_checkpoints(self, other: LogIndex, limit: int) -> None:
         """Reuse another index's line checkpoints below `limit` (the texts share that prefix)."""
@@ -75,11 +149,11 @@ class LogIndex:
     def _breaks(self, start: int, end: int) -> int:
         """Number of line breaks in text[start:end] (a `\\r\\n` counts once)."""
         text = self.text
-        count = text.count("\n", start, end)
+        count = text.count(self._nl, start, end)
         if self.has_cr:
-            count += text.count("\r", start, end) - text.count("\r\n", start, end)
-            # A `\r\n` split by `end` was counted as a bare `\r`: it is one break with the `\n`.
-            if end < len(text) and end > start and text[end - 1] == "\r" and text[end] == "\n":
+            count += text.count(self._cr, start, end) - text.count(self._crlf, start, end)
+            # A `\\r\\n` split by `end` was counted as a bare `\\r`: it is one break with the `\\n`.
+            if start < end < len(text) and text[end - 1 : end + 1] == self._crlf:
                 count -= 1
         return count
 
@@ -99,19 +173,19 @@ class LogIndex:
 
     def line_start_at(self, offset: int) -> int:
         """Offset of the start of the line holding `offset`."""
-        start = self.text.rfind("\n", 0, offset) + 1
+        start = self.text.rfind(self._nl, 0, offset) + 1
         if self.has_cr:
-            start = max(start, self.text.rfind("\r", 0, offset) + 1)
+            start = max(start, self.text.rfind(self._cr, 0, offset) + 1)
         return start
 
     def line_end_at(self, offset: int) -> int:
         """Offset just past the text of the line holding `offset` (before its line break)."""
         text = self.text
-        end = text.find("\n", offset)
+        end = text.find(self._nl, offset)
         if end < 0:
             end = len(text)
         if self.has_cr:
-            cr = text.find("\r", offset, end)
+            cr = text.find(self._cr, offset, end)
             if cr >= 0:
                 end = cr
         return end
@@ -121,16 +195,15 @@ class LogIndex:
         if self._starts is None:
             text = self.text
             if self.has_cr:
-                ends = [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+                pattern = rb"\r\n|\r|\n" if self.is_bytes else r"\r\n|\r|\n"
+                ends = [m.end() for m in re.finditer(pattern, text)]
             else:
-                ends = []
-                pos = text.find("\n")
                 # Accumulating split lengths is far faster than a find() loop in Python.
-                if pos >= 0:
-                    total = 0
-                    for part in text.split("\n")[:-1]:
-                        total += len(part) + 1
-                        ends.append(total)
+                ends = []
+                total = 0
+                for part in text.split(self._nl)[:-1]:
+                    total += len(part) + 1
+                    ends.append(total)
             starts = array("q", [0])
             starts.extend(ends)
             self._starts = starts
@@ -139,7 +212,9 @@ class LogIndex:
     @property
     def line_count(self) -> int:
         """Number of lines as LSP counts them (a final line break starts an empty last line)."""
-        return len(self._build())
+        if self._starts is None:
+            return self.line_of(len(self.text)) + 1
+        return len(self._starts)
 
     def line_start(self, line: int) -> int:
         starts = self._build()
@@ -151,29 +226,31 @@ class LogIndex:
         if line < 0 or line >= len(starts):
             return ""
         start = starts[line]
-        return self.text[start : self.line_end_at(start)]
+        return self.slice(start, self.line_end_at(start))
 
     # -- walking ------------------------------------------------------------------------------
+    def _after_break(self, end: int) -> int:
+        """Offset after the line break at `end`."""
+        return end + 2 if self.text[end : end + 2] == self._crlf else end + 1
+
     def next_line_start(self, start: int) -> int:
         """Offset of the line after the one starting at `start`; len(text) at the end."""
-        text = self.text
         end = self.line_end_at(start)
-        if end >= len(text):
-            return len(text)
-        return end + 2 if text.startswith("\r\n", end) else end + 1
+        if end >= len(self.text):
+            return len(self.text)
+        return self._after_break(end)
 
     def iter_lines_from(self, start: int, line: int, limit: int) -> Iterator[tuple[int, str]]:
         """Yield (line number, text) from the line starting at `start` (numbered `line`)."""
-        text = self.text
-        n = len(text)
+        n = len(self.text)
         for _ in range(limit):
             if start > n:
                 return
             end = self.line_end_at(start)
-            yield line, text[start:end]
+            yield line, self.slice(start, end)
             if end >= n:
                 return
-            start = end + 2 if text.startswith("\r\n", end) else end + 1
+            start = self._after_break(end)
             line += 1
 
     def iter_lines_back(self, start: int, line: int, limit: int) -> Iterator[tuple[int, str]]:
@@ -183,9 +260,9 @@ class LogIndex:
             if start <= 0:
                 return
             end = start - 1
-            if end > 0 and text[end] == "\n" and text[end - 1] == "\r":
+            if end > 0 and text[end - 1 : end + 1] == self._crlf:
                 end -= 1
             prev = self.line_start_at(end)
             line -= 1
-            yield line, text[prev:end]
+            yield line, self.slice(prev, end)
             start = prev
