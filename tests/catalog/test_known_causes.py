@@ -1,0 +1,135 @@
+"""Coverage of the research catalogue (/work/shared/research/known-causes.json, 57 causes from
+vLLM's issue tracker) and a few whole-log checks of how rules meet the scanner's markers."""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_log_lsp.core.analyze import analyze
+from vllm_log_lsp.core.catalog import builtin_catalog
+
+CATALOG = builtin_catalog()
+
+# known-causes.json id -> the rules that recognise it.
+KNOWN_CAUSES = {
+    "kv_cache_insufficient_for_max_model_len": ["kv-cache-too-small"],
+    "sampler_warmup_oom": ["oom-sampler-warmup"],
+    "profile_run_activation_oom": ["oom-profiling"],
+    "multimodal_profiling_oom": ["oom-multimodal-profiling"],
+    "cudagraph_capture_oom": ["oom-cuda-graph-capture"],
+    "weight_load_oom": ["oom-weight-loading"],
+    "gpu_memory_already_in_use": ["gpu-memory-in-use"],
+    "runtime_oom_during_serving": ["oom-serving"],
+    "mllama_cross_attention": ["oom-mllama"],
+    "host_ram_oom_killed": ["host-ram-oom-killed"],
+    "silent_process_death": [
+        "silent-process-death",
+        "segmentation-fault",
+        "native-abort",
+        "killed-by-signal",
+    ],
+    "docker_shm_too_small": ["dev-shm-too-small", "bus-error"],
+    "bf16_unsupported_gpu": ["bf16-unsupported-gpu"],
+    "gpu_compute_capability_below_7": ["gpu-too-old"],
+    "quant_method_unsupported_on_gpu": ["quantization-unsupported-gpu"],
+    "no_kernel_image_for_gpu_arch": ["no-kernel-image"],
+    "attention_backend_unsupported": ["attention-backend-unsupported", "attention-head-size-unsupported"],
+    "rocm_invalid_device_function": ["rocm-no-kernels-for-gfx"],
+    "no_cuda_gpu_or_driver_too_old": ["no-gpu-or-driver"],
+    "platform_detection_failed": ["platform-detection-failed"],
+    "vllm_C_undefined_symbol": ["vllm-c-undefined-symbol", "vllm-op-missing"],
+    "triton_no_c_compiler": ["triton-no-c-compiler"],
+    "flashinfer_jit_toolchain": ["flashinfer-jit-failed", "jit-toolchain-missing"],
+    "trust_remote_code_required": ["trust-remote-code-required"],
+    "hf_gated_repo_unauthorized": ["hf-gated-repo"],
+    "transformers_too_old_for_model": ["transformers-too-old"],
+    "model_architecture_not_supported_or_inspect_failed": [
+        "model-architecture-unsupported",
+        "model-inspection-failed",
+    ],
+    "tp_size_not_dividing_heads": ["tp-heads-not-divisible"],
+    "quantized_weight_shape_vs_tp": ["quantized-weight-shape-vs-tp"],
+    "nccl_init_system_error": ["nccl-system-error"],
+    "nccl_hang_watchdog_timeout": ["nccl-watchdog-timeout"],
+    "custom_allreduce_failure": ["custom-allreduce-failure"],
+    "nccl_unhandled_cuda_error": ["nccl-cuda-error"],
+    "cuda_reinit_in_forked_subprocess": ["cuda-reinit-in-forked-subprocess"],
+    "missing_main_guard_with_spawn": ["missing-main-guard"],
+    "port_already_in_use": ["port-in-use"],
+    "multinode_network_misconfig": ["multinode-network"],
+    "cudagraph_capture_illegal_op": ["cudagraph-capture-illegal-op"],
+    "cudagraph_mode_unsupported": ["cudagraph-mode-unsupported"],
+    "torch_compile_failure": ["torch-compile-failure"],
+    "compile_cache_corrupted": ["compile-cache-corrupted"],
+    "max_model_len_exceeds_model_limit": ["max-model-len-exceeds-model"],
+    "max_num_batched_tokens_below_max_model_len": ["max-num-batched-tokens-below-max-model-len"],
+    "illegal_memory_access": ["illegal-memory-access", "illegal-memory-access-attention"],
+    "device_side_assert_index_out_of_bounds": ["device-side-assert"],
+    "nan_probabilities_fp16_overflow": ["nan-probabilities"],
+    "triton_out_of_shared_memory": ["triton-out-of-shared-memory"],
+    "deepgemm_assertion": ["deepgemm-failure"],
+    "execute_model_rpc_timeout": ["execute-model-rpc-timeout", "v0-engine-iteration-timeout"],
+    "shm_broadcast_stall": ["shm-broadcast-stall"],
+    "scheduler_kv_block_assertion": ["scheduler-kv-block-assertion", "v1-core-assertion"],
+    "hybrid_kv_cache_manager_incompatible": ["hybrid-kv-cache-manager"],
+    "multimodal_placeholder_mismatch": ["multimodal-placeholder-mismatch"],
+    "tool_call_parser_error": ["tool-call-parser-error"],
+    "structured_output_grammar_crash": ["structured-output-failure"],
+    "lora_rank_exceeds_max": ["lora-rank-too-large"],
+    "speculative_decoding_failure": ["speculative-decoding-failure"],
+}
+
+
+def test_all_57_known_causes_have_rules() -> None:
+    assert len(KNOWN_CAUSES) == 57
+    missing = [(c, r) for c, rules in KNOWN_CAUSES.items() for r in rules if CATALOG.rule(r) is None]
+    assert not missing
+
+
+HEAD = "INFO 01-01 00:00:00 [core.py:1] Initializing a V1 LLM engine (v0.10.1) with config: model='m'\n"
+W = "(VllmWorker rank=1 pid=12) ERROR 01-01 00:00:01 [multiproc_executor.py:1] "
+E = "(EngineCore_DP0 pid=11) ERROR 01-01 00:00:02 [core.py:1] "
+LOGS = {
+    # NCCL's own warning names the real cause of `unhandled system error`.
+    "dev-shm-too-small": HEAD
+    + "(VllmWorker rank=1 pid=12) include/shm.h:28 NCCL WARN Call to posix_fallocate failed : "
+    "No space left on device. Error while creating shared memory segment /dev/shm/nccl-ab (size 9637888)\n"
+    + W
+    + "WorkerProc failed to start.\n"
+    + W
+    + "Traceback (most recent call last):\n"
+    + W
+    + '  File "/x/vllm/distributed/device_communicators/pynccl.py", line 1, in __init__\n'
+    + W
+    + "    x()\n"
+    + W
+    + "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)\n"
+    + "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': 1}\n",
+    # Only EngineCore's re-raise carries the worker's message.
+    "illegal-memory-access": HEAD
+    + E
+    + "EngineCore encountered a fatal error.\n"
+    + E
+    + "Traceback (most recent call last):\n"
+    + E
+    + '  File "/x/vllm/v1/executor/multiproc_executor.py", line 1, in get_response\n'
+    + E
+    + "    raise RuntimeError(\n"
+    + E
+    + "RuntimeError: Worker failed with error 'CUDA error: an illegal memory access was encountered', "
+    "please check the stack trace above for the root cause\n",
+    # A worker killed with SIGKILL and nothing else.
+    "host-ram-oom-killed": HEAD
+    + E
+    + "Worker proc VllmWorker-0 died unexpectedly (exit code: -9), shutting down executor.\n",
+    # An engine that vanished at start-up without a word.
+    "host-ram-oom-killed-empty": HEAD
+    + "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOGS))
+def test_whole_log_classification(name: str) -> None:
+    expected = name.removesuffix("-empty")
+    findings = analyze(LOGS[name]).findings
+    assert [f.rule_id for f in findings] == [expected]
