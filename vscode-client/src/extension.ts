@@ -19,13 +19,15 @@ import {
     serverLaunch,
 } from './python';
 import { RESTART_KEYS, serverSettings, trustedValue } from './settings';
+import { summarise } from './summary';
 
 const SECTION = 'vllmLog';
 const CLIENT_ID = 'vllmLog'; // the client reads `vllmLog.trace.server` from this id
 const CLIENT_NAME = 'vLLM Log Language Server';
 
-/** Commands this extension implements itself. The server may advertise commands with the same ids
- *  (`vllmLog.analyzeFile`): those are called through executeCommand, never registered twice. */
+/** Commands this extension implements itself. The server advertises some with the same ids
+ *  (`vllmLog.analyzeFile`, `vllmLog.goToRootCause` for its code lenses): ours forward to the server
+ *  through workspace/executeCommand, and the client never registers them a second time. */
 const OWN_COMMANDS = new Set([
     'vllmLog.restartServer',
     'vllmLog.analyzeFile',
@@ -50,7 +52,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         vscode.commands.registerCommand('vllmLog.restartServer', () => restart('command')),
         vscode.commands.registerCommand('vllmLog.showOutput', () => output.show(true)),
         vscode.commands.registerCommand('vllmLog.analyzeFile', (uri?: vscode.Uri) => analyzeFile(uri)),
-        vscode.commands.registerCommand('vllmLog.goToRootCause', () => goToRootCause()),
+        vscode.commands.registerCommand('vllmLog.goToRootCause', (...args: unknown[]) => goToRootCause(args)),
         vscode.workspace.onDidChangeConfiguration((e) => onConfigurationChanged(e)),
         vscode.workspace.onDidGrantWorkspaceTrust(() => restart('workspace trusted')),
     );
@@ -341,7 +343,7 @@ async function analyzeFile(uri?: vscode.Uri): Promise<void> {
                 arguments: [target!.toString()],
             }),
     );
-    const summary = summarise(result);
+    const summary = summarise(target.fsPath, result);
     output.info(`analyzeFile ${target.toString()}: ${summary ?? JSON.stringify(result)}`);
     const choice = await vscode.window.showInformationMessage(
         summary ?? `vLLM Log: analysed ${target.fsPath}. The findings are in the Problems panel.`,
@@ -355,24 +357,27 @@ async function analyzeFile(uri?: vscode.Uri): Promise<void> {
     }
 }
 
-/** A one-line summary from whatever the server's analyzeFile returns (a string or an object). */
-function summarise(result: unknown): string | undefined {
-    if (typeof result === 'string' && result.trim() !== '') {
-        return result;
-    }
-    if (result && typeof result === 'object') {
-        const r = result as Record<string, unknown>;
-        for (const key of ['summary', 'message', 'title']) {
-            if (typeof r[key] === 'string' && (r[key] as string).trim() !== '') {
-                return r[key] as string;
+/**
+ * Jump from a symptom line (EngineDeadError, ...) to its root cause: the server's definition provider at
+ * the cursor. With arguments (the server's code lenses pass [uri, line]) the server shows the place itself.
+ */
+async function goToRootCause(args: unknown[] = []): Promise<void> {
+    if (args.length >= 2 && typeof args[0] === 'string' && typeof args[1] === 'number') {
+        const c = await runningClient();
+        if (c) {
+            try {
+                await c.sendRequest(ExecuteCommandRequest.type, { command: 'vllmLog.goToRootCause', arguments: args });
+                return;
+            } catch (e) {
+                output.warn(`goToRootCause through the server failed: ${String(e)}`);
             }
         }
+        const line = args[1] as number;
+        await vscode.window.showTextDocument(vscode.Uri.parse(args[0] as string), {
+            selection: new vscode.Range(line, 0, line, 0),
+        });
+        return;
     }
-    return undefined;
-}
-
-/** Jump from a symptom line (EngineDeadError, ...) to its root cause: the server's definition provider. */
-async function goToRootCause(): Promise<void> {
     const editor = vscode.window.activeTextEditor;
     if (!editor) {
         return;

@@ -49,7 +49,7 @@ const browser = await chromium.launch({
         '--disable-dev-shm-usage',
     ],
 });
-const page = await browser.newPage({ viewport: { width: 1500, height: 900 }, deviceScaleFactor: 1 });
+const page = await browser.newPage({ viewport: { width: 1600, height: 1000 }, deviceScaleFactor: 1 });
 page.setDefaultTimeout(15000);
 
 async function statusText(id) {
@@ -236,11 +236,10 @@ try {
         await openFile(cfg.plainLog.name);
         result.plainLogLanguageMode = (await statusText('status.editor.mode')).trim();
         result.plainLogMarkers = await poll(async () => {
+            // The Problems tree: a file row (level 1) followed by that file's diagnostics (level 2).
             const rows = await markers();
-            return rows.some((r) => r.label.includes(cfg.plainLog.name) || r.text.includes(cfg.plainLog.name)) &&
-                rows.filter((r) => r.level >= 2).length > (result.markers || []).filter((r) => r.level >= 2).length
-                ? rows
-                : undefined;
+            const i = rows.findIndex((r) => r.level === 1 && (r.label + r.text).includes(cfg.plainLog.name));
+            return i >= 0 && rows[i + 1] && rows[i + 1].level >= 2 ? rows : undefined;
         }, cfg.diagnosticsTimeoutMs);
         result.plainLogMarkers = result.plainLogMarkers || (await markers());
     });
@@ -248,11 +247,37 @@ try {
     await step('screenshot', async () => {
         // The picture for the README: the crash log with the Problems panel and the hover on the root cause.
         await openFile(cfg.log.name);
-        await goTo(cfg.log.rootCauseLine, cfg.log.rootCauseColumn);
+        await page.mouse.move(5, 5); // no tooltip over the tab
+        // Outside the diagnostic's range (the line's prefix) the hover is the server's explanation alone.
+        await goTo(cfg.log.rootCauseLine, 20);
+        // Scroll the root-cause line (centred by Go to Line) near the top, so the hover opens below it.
+        const box = await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().boundingBox();
+        if (box) {
+            await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+            await page.mouse.wheel(0, Math.max(0, box.height / 2 - 80));
+            await sleep(300);
+            await page.mouse.move(5, 5);
+        }
         await page.keyboard.press('Control+K');
         await page.keyboard.press('Control+I');
         await sleep(1500);
         await page.screenshot({ path: `${cfg.artifacts}/vscode-e2e.png` });
+        // And one with the panel closed, where the hover has room for the whole explanation.
+        await page.keyboard.press('Escape');
+        await page.keyboard.press('Control+J');
+        await sleep(400);
+        await goTo(cfg.log.rootCauseLine, 20);
+        const box2 = await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().boundingBox();
+        if (box2) {
+            await page.mouse.move(box2.x + box2.width / 2, box2.y + box2.height / 2);
+            await page.mouse.wheel(0, Math.max(0, box2.height / 2 - 80));
+            await sleep(300);
+            await page.mouse.move(5, 5);
+        }
+        await page.keyboard.press('Control+K');
+        await page.keyboard.press('Control+I');
+        await sleep(1500);
+        await page.screenshot({ path: `${cfg.artifacts}/vscode-hover-large.png` });
     });
 } finally {
     result.seconds = (Date.now() - t0) / 1000;
