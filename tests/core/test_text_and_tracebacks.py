@@ -191,3 +191,15 @@ def test_truncated_traceback_still_yields_its_last_exception() -> None:
     (vLLMHttpServer pid=5) ERROR 05-07 21:12:03 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.
     """
     assert one_root(text) == "2: FileNotFoundError: [Errno 2] No such file or directory: '/ckpt/model.pt'"
+
+
+@given(line_text, line_text)
+def test_following_index_equals_a_fresh_one(old: str, appended: str) -> None:
+    previous = LogIndex(old)
+    previous.line_count  # noqa: B018 - builds the full index
+    grown = LogIndex.following(old + appended, previous)
+    fresh = LogIndex(old + appended)
+    assert grown.line_count == fresh.line_count
+    assert [grown.line_start(n) for n in range(fresh.line_count)] == [
+        fresh.line_start(n) for n in range(fresh.line_count)
+    ]

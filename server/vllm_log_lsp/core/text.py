@@ -190,6 +190,35 @@ class LogIndex:
                 end = cr
         return end
 
+    @classmethod
+    def following(cls, text: str | bytes, previous: LogIndex | None) -> LogIndex:
+        """An index of `text` with its full line table built, reusing `previous`'s table when
+        `text` only appends to the text `previous` indexed (a growing log): the cost is then
+        that of the appended part, not of the whole text."""
+        index = cls(text)
+        old = previous._starts if previous is not None else None
+        if (
+            old is None
+            or previous is None
+            or index.is_bytes != previous.is_bytes
+            or len(text) < len(previous.text)
+            or not text.startswith(previous.text)
+        ):
+            index._build()
+            return index
+        # Keep every start before the old last line (its end may have moved) and rescan from it;
+        # from the line before when the old text ended in `\r` (an appended `\n` joins it).
+        cut = len(old) - 1
+        if cut > 0 and previous.text[old[cut] - 1 : old[cut]] == index._cr:
+            cut -= 1
+        resume = old[cut]
+        tail = cls(text[resume:])
+        tail._build()
+        starts = array("q", old[:cut])
+        starts.extend(resume + s for s in tail._starts)
+        index._starts = starts
+        return index
+
     # -- full index (built on demand) ---------------------------------------------------------
     def _build(self) -> array:
         if self._starts is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
@@ -46,6 +47,7 @@ def compute(
     settings: Settings,
     warnings: tuple[str, ...] = (),
     enforce_limit: bool = True,
+    previous: LogIndex | None = None,
 ) -> AnalysisResult:
     """The worker-thread part: analyse, and index lines so features can read them for free."""
     if enforce_limit and len(text) > settings.max_file_chars:
@@ -58,8 +60,8 @@ def compute(
         empty = Analysis(findings=(), precursors=(), phases=(), runs=(), line_count=0)
         return AnalysisResult(version, index, empty, settings, skipped_reason=reason)
     analysis = analyzer.analyze(text, warnings or input_warnings(text))
-    index = LogIndex(text)
-    index.line_count  # noqa: B018 - build the line table here, off the event loop
+    # Build the line table here, off the event loop; a growing log extends the previous one.
+    index = LogIndex.following(text, previous)
     return AnalysisResult(version, index, analysis, settings)
 
 
@@ -99,8 +101,14 @@ class Pipeline:
             token = await self._begin_progress(state, text)
             try:
                 loop = asyncio.get_running_loop()
+                previous = state.result.index if state.result is not None else None
                 result = await loop.run_in_executor(
-                    self.executor, compute, state.analyzer, text, version, settings
+                    self.executor,
+                    partial(compute, previous=previous),
+                    state.analyzer,
+                    text,
+                    version,
+                    settings,
                 )
             except Exception as err:
                 log_to_client(
