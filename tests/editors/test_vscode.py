@@ -65,11 +65,6 @@ def _vsix() -> Path:
     return found[-1]
 
 
-def _server_landed() -> bool:
-    """Temporary, while the language server is being written: does `vllm_log_lsp serve` exist yet?"""
-    return (ROOT / "server" / "vllm_log_lsp" / "lsp" / "server.py").exists()
-
-
 # ------------------------------------------------------------------------------------------------------
 # The package
 
@@ -204,9 +199,18 @@ def _lsp_message(payload: dict) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-@pytest.mark.skipif(not _server_landed(), reason="the language server (vllm_log_lsp serve) is not there")
-def test_bundled_server_starts_from_the_vsix(vsix_tree: Path):
-    """`python -S -m vllm_log_lsp serve` from the .vsix answers initialize (no venv, no `regex`)."""
+def _lsp_frames(data: bytes) -> list[dict]:
+    frames = []
+    while (head := data.find(b"\r\n\r\n")) >= 0:
+        length = int(re.search(rb"Content-Length: *(\d+)", data[:head], re.I).group(1))
+        frames.append(json.loads(data[head + 4 : head + 4 + length]))
+        data = data[head + 4 + length :]
+    return frames
+
+
+@pytest.fixture(scope="module")
+def bundled_initialize(vsix_tree: Path) -> dict:
+    """`python -S -m vllm_log_lsp serve` run from the unpacked .vsix: its answer to initialize."""
     bundled = vsix_tree / "bundled"
     env = {
         **os.environ,
@@ -234,7 +238,17 @@ def test_bundled_server_starts_from_the_vsix(vsix_tree: Path):
         timeout=60,
         check=False,
     )
-    assert b'"capabilities"' in out.stdout, out.stderr.decode(errors="replace")[-2000:]
+    answers = [f for f in _lsp_frames(out.stdout) if f.get("id") == 1]
+    assert answers, out.stderr.decode(errors="replace")[-2000:]
+    return answers[0]
+
+
+def test_bundled_server_starts_from_the_vsix(bundled_initialize: dict):
+    """The server runs from the .vsix alone (no venv, no site-packages, no `regex`)."""
+    caps = bundled_initialize["result"]["capabilities"]
+    assert caps.get("hoverProvider")
+    assert caps.get("definitionProvider")
+    assert "vllmLog.analyzeFile" in caps["executeCommandProvider"]["commands"]
 
 
 def test_node_unit_tests():
@@ -283,8 +297,6 @@ def vscode_run(tmp_path_factory):
     """Runs the whole user session once; the tests below each check one part of what it saw."""
     if not CODE_SERVER.exists() or not CHROMIUM.exists() or shutil.which("node") is None:
         _unavailable("code-server, chromium or node is missing")
-    if not _server_landed() and "VLLM_LOG_E2E_INTERPRETER" not in os.environ:
-        pytest.skip("the language server (vllm_log_lsp.lsp.server) is not there yet")
     vsix = _vsix()
     tmp = tmp_path_factory.mktemp("vscode-e2e")
     home, user_data, extensions = tmp / "home", tmp / "user-data", tmp / "extensions"
@@ -487,10 +499,11 @@ def test_vscode_log_language_file_is_diagnosed(vscode_run):
 
 
 @pytest.mark.editor
-def test_vscode_quick_fix_edits_launch_script(vscode_run):
+def test_vscode_quick_fix_edits_launch_script(vscode_run, bundled_initialize):
+    if not bundled_initialize["result"]["capabilities"].get("codeActionProvider"):
+        pytest.skip("the server offers no code actions (no codeActionProvider)")
     fixes = vscode_run.get("quickFixes") or []
-    if not fixes:
-        pytest.skip("the server offered no quick fix on the root-cause line")
+    assert fixes, _explain(vscode_run)
     assert vscode_run.get("quickFixApplied"), _explain(vscode_run)
     before = (WORKSPACE_FIXTURE / SCRIPT).read_text()
     after = (Path(vscode_run["workspace"]) / SCRIPT).read_text()
