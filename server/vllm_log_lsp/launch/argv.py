@@ -16,18 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..core.model import FixOp
-from ..core.values import canonical_flag, json_flag_spelling, json_value
+from ..core.values import SHORT_ALIASES, canonical_flag, json_flag_spelling, json_value
 from ..core.versions import Version, parse_version
-
-#: Short spellings vLLM accepts for long flags (0.9+; `-cc`/`-ac` 0.12+).
-SHORT_ALIASES: dict[str, str] = {
-    "-tp": "--tensor-parallel-size",
-    "-pp": "--pipeline-parallel-size",
-    "-dp": "--data-parallel-size",
-    "-q": "--quantization",
-    "-cc": "--compilation-config",
-    "-ac": "--attention-config",
-}
 
 #: Flags that never take a value (besides the `--enable-*`, `--disable-*`, `--no-*` families).
 _BOOLEAN_FLAGS = frozenset(
@@ -299,7 +289,7 @@ def json_key_value(parsed: VllmArgs, flag: str, key: str) -> str | None:
         return dotted[-1].value
     for use in reversed(parsed.find(flag)):
         obj = _json_object(use.value)
-        found = _get_path(obj, key) if obj is not None else None
+        found = get_path(obj, key) if obj is not None else None
         if found is not None:
             return found if isinstance(found, str) else json.dumps(found)
     return None
@@ -360,7 +350,7 @@ def _plan_merge_json(
         if obj is None:
             return f"{flag} is given as {use.value!r}, not a JSON object; cannot merge {key!r} into it"
         wanted = json_value(value)
-        old = _get_path(obj, key)
+        old = get_path(obj, key)
         if old == wanted:
             return Plan((), f"{flag} {key} already {value}")
         _set_path(obj, key, wanted)
@@ -390,7 +380,8 @@ def _json_object(text: str | None) -> dict | None:
     return obj if isinstance(obj, dict) else None
 
 
-def _get_path(obj: dict, key: str) -> object:
+def get_path(obj: dict, key: str) -> object:
+    """The value at a dotted `key` inside nested dicts (None when a part is missing)."""
     node: object = obj
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ..core.model import FixOp
 from ..core.values import json_value
 from ..core.versions import Version
-from .argv import same_value
+from .argv import get_path, same_value
 from .sites import OpPlan, Site
 from .text import Edit, LineIndex
 
@@ -186,7 +186,7 @@ class PythonSite(Site):
         ok, value = _literal(keyword.value)
         if op.op == "merge_json":
             if isinstance(value, dict):
-                found = _get_path(value, op.key or "")
+                found = get_path(value, op.key or "")
                 return None if found is None else _as_text(found)
             return self._config_call_value(keyword.value, op.key or "")
         return _as_text(value) if ok else None
@@ -398,12 +398,3 @@ def _nest(key: str, value: object) -> object:
     for part in reversed(key.split(".")):
         result = {part: result}
     return result
-
-
-def _get_path(obj: dict, key: str) -> object:
-    node: object = obj
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
