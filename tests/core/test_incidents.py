@@ -106,6 +106,7 @@ def test_bare_assertion_points_at_its_failing_frame() -> None:
     assert finding.line + 1 == 6
     assert finding.evidence["failing_frame"] == "/vllm/v1/core/sched/scheduler.py:512 in schedule"
     assert finding.evidence["assertion"] == "assert num_new_tokens > 0"
+    assert finding.related_lines[0] + 1 == 3  # the failing frame, for "related information"
 
 
 def test_worker_killed_without_traceback() -> None:

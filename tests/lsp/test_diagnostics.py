@@ -147,3 +147,22 @@ async def test_precursors_are_information(client):
     info = [d for d in diagnostics if d.severity == types.DiagnosticSeverity.Information]
     assert [d.range.start.line for d in info] == [135]
     close(client, uri)
+
+
+ASSERTION_LOG = """\
+(EngineCore_DP0 pid=2) ERROR 10-19 13:07:53 [core.py:799] EngineCore encountered a fatal error.
+(EngineCore_DP0 pid=2) ERROR 10-19 13:07:53 [core.py:799] Traceback (most recent call last):
+(EngineCore_DP0 pid=2) ERROR 10-19 13:07:53 [core.py:799]   File "/vllm/v1/core/sched/scheduler.py", line 512, in schedule
+(EngineCore_DP0 pid=2) ERROR 10-19 13:07:53 [core.py:799]     assert num_new_tokens > 0
+(EngineCore_DP0 pid=2) ERROR 10-19 13:07:53 [core.py:799] AssertionError
+(APIServer pid=1) ERROR 10-19 13:07:53 [async_llm.py:480] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.
+"""
+
+
+async def test_bare_assertion_points_at_its_failing_frame(client):
+    diagnostics = await open_log(client, fresh_uri("assertion.log"), ASSERTION_LOG)
+    [root] = errors(diagnostics)
+    assert root.range.start.line == 4
+    frames = [r for r in root.related_information or [] if r.message.startswith("failing frame:")]
+    assert [r.location.range.start.line for r in frames] == [2]
+    assert frames[0].message == "failing frame: /vllm/v1/core/sched/scheduler.py:512 in schedule"

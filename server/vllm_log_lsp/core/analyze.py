@@ -26,6 +26,7 @@ from .model import (
     Analysis,
     ExceptionEvent,
     Finding,
+    Frame,
     LogLine,
     Precursor,
     ResolvedFix,
@@ -621,22 +622,21 @@ def _build_finding(
         if all(op is not None for op in ops):
             fixes.append(ResolvedFix(fix, tuple(op for op in ops if op is not None)))
     evidence = dict(captures)
-    if (
-        event.kind == "python"
-        and event.type_name.endswith("AssertionError")
-        and not event.message
-        and event.frames
-    ):
-        failing = event.frames[-1]
-        evidence.setdefault("failing_frame", f"{failing.path}:{failing.lineno} in {failing.function}")
+    # A bare `AssertionError` says nothing: its failing frame and assert statement do.
+    failing_frame = _failing_frame(event)
+    if failing_frame is not None:
+        evidence.setdefault(
+            "failing_frame", f"{failing_frame.path}:{failing_frame.lineno} in {failing_frame.function}"
+        )
         if event.context_lines:
             evidence.setdefault("assertion", event.context_lines[-1])
     symptoms = _distinct_symptoms(incident, event)
-    related = tuple(
-        c.event.line
-        for c in scan.events
-        if c.event.line != event.line and c.event.message and c.event.message == event.message
-    )[:20]
+    copies = (
+        c.event.line for c in scan.events if c.event.line != event.line and c.event.message == event.message
+    )
+    related = tuple(([failing_frame.line] if failing_frame else []) + [n for n in copies if event.message])[
+        :20
+    ]
     return Finding(
         root=event.span,
         root_text=event.text if event.kind == "python" else event.message,
@@ -658,6 +658,17 @@ def _build_finding(
         next_steps=rule.next_steps,
         recognized=rule.family != "unrecognized",
     )
+
+
+def _failing_frame(event: ExceptionEvent) -> Frame | None:
+    if (
+        event.kind == "python"
+        and event.type_name.endswith("AssertionError")
+        and not event.message
+        and event.frames
+    ):
+        return event.frames[-1]
+    return None
 
 
 def _distinct_symptoms(incident: _Incident, root: ExceptionEvent) -> tuple[Symptom, ...]:

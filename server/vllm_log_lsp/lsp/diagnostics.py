@@ -108,6 +108,7 @@ def _finding_diagnostics(
             )
             for s, rng in symptoms
         ]
+        + _failing_frame_information(uri, result, finding, encoding)
         or None,
         # For code actions: which finding this is, without re-deriving it from the range.
         data={"ruleId": finding.rule_id, "rootLine": finding.root.line, "role": "root"},
@@ -130,3 +131,19 @@ def _finding_diagnostics(
             )
         )
     return out
+
+
+def _failing_frame_information(
+    uri: str, result: AnalysisResult, finding: Finding, encoding: str
+) -> list[types.DiagnosticRelatedInformation]:
+    """A bare `AssertionError` points at the frame whose assert failed."""
+    frame = finding.evidence.get("failing_frame")
+    if not frame or not finding.related_lines:
+        return []
+    line = finding.related_lines[0]
+    return [
+        types.DiagnosticRelatedInformation(
+            location=types.Location(uri=uri, range=line_range(line, result.line_text(line), encoding)),
+            message=f"failing frame: {frame}",
+        )
+    ]
