@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from .code_actions import fix_previews
 from .positions import span_range
 from .render import finding_markdown, precursor_markdown, symptom_markdown
 from .safety import guarded
@@ -29,7 +30,8 @@ def register(server: VllmLogServer) -> None:
         sections: list[str] = []
         span = None
         for finding in result.finding_at_root(line):
-            sections.append(finding_markdown(finding))
+            previews = await fix_previews(server, params.text_document.uri, finding)
+            sections.append(finding_markdown(finding, previews))
             span = span or finding.root
         for finding in result.findings_with_symptom(line):
             symptom = next(s for s in finding.symptoms if s.line == line)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..core.model import PHASE_TITLES, Finding, Precursor, Symptom
 
 
@@ -11,8 +13,11 @@ def _code(text: str) -> str:
     return f"{fence}{text}{fence}" if text else ""
 
 
-def finding_markdown(finding: Finding) -> str:
-    """The whole diagnosis: cause, why, evidence, when, how the run got there, fixes, references."""
+def finding_markdown(finding: Finding, previews: Mapping[int, str] | None = None) -> str:
+    """The whole diagnosis: cause, why, evidence, when, how the run got there, fixes, references.
+
+    `previews` (fix index → one markdown line) show what each fix would change in the launch
+    script (see `code_actions.fix_previews`)."""
     parts: list[str] = [f"### Root cause: {finding.title}"]
     if finding.summary:
         parts.append(finding.summary)
@@ -25,7 +30,7 @@ def finding_markdown(finding: Finding) -> str:
         parts += ["#### Evidence from this log", "\n".join(rows)]
     parts += ["#### When it died", _phase_and_context(finding)]
     if finding.fixes:
-        parts += ["#### Fixes, in order", _fixes(finding)]
+        parts += ["#### Fixes, in order", _fixes(finding, previews or {})]
     if finding.next_steps:
         parts += ["#### Next steps", "\n".join(f"- {step}" for step in finding.next_steps)]
     if finding.references:
@@ -61,7 +66,7 @@ def _phase_and_context(finding: Finding) -> str:
     return "\n".join(lines)
 
 
-def _fixes(finding: Finding) -> str:
+def _fixes(finding: Finding, previews: Mapping[int, str]) -> str:
     items = []
     for number, resolved in enumerate(finding.fixes, 1):
         fix = resolved.fix
@@ -74,6 +79,8 @@ def _fixes(finding: Finding) -> str:
         body = [head]
         if fix.detail:
             body.append("   " + fix.detail.strip().replace("\n", "\n   "))
+        if number - 1 in previews:
+            body.append(f"   ↳ {previews[number - 1]}")
         items.append("\n".join(body))
     return "\n".join(items)
 

@@ -12,7 +12,7 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from ..core.catalog import Catalog, builtin_catalog
-from . import commands, configuration, hover, navigation, outline, sync
+from . import code_actions, commands, configuration, hover, navigation, outline, sync
 from .pipeline import Pipeline
 from .positions import UTF16
 from .safety import log_to_client
@@ -20,7 +20,7 @@ from .settings import SettingsSet
 from .state import DocumentStore
 
 #: Feature modules, each with `register(server)`. Adding a feature is one entry here.
-FEATURES: tuple[ModuleType, ...] = (sync, configuration, hover, navigation, outline, commands)
+FEATURES: tuple[ModuleType, ...] = (sync, configuration, hover, navigation, outline, commands, code_actions)
 
 
 class VllmLogServer(LanguageServer):
