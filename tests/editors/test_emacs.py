@@ -1,0 +1,195 @@
+"""Emacs + eglot end-to-end: the documented set-up (`editors/emacs/vllm-log.el`) in a real Emacs, batch mode.
+
+`emacs --batch -q -l editors/emacs/vllm-log.el -l tests/editors/emacs/e2e.el` runs in a copy of
+`tests/editors/fixtures/editor-workspace` (plus an empty `.git/`, the project root) with HOME in a temporary
+directory and the virtual environment's `bin/` first on PATH, so eglot starts the real `vllm-log-lsp serve`
+over stdio. e2e.el opens `crash.log` with `find-file` (the mode comes from content sniffing, eglot from the
+mode hook), reads flymake's diagnostics, hovers, jumps to the definition with xref, applies the quick fix
+with `eglot-code-actions`, and writes what it saw as JSON; the assertions are here.
+
+eglot 1.9 (Emacs 28) negotiates no position encoding, so the server talks UTF-16 to it: `crash.log` carries
+non-ASCII text before the exception on the root-cause line, so a wrong encoding shows as a wrong column.
+
+`scripts/install/20-editors.sh` installs Emacs and eglot (Debian `emacs-nox elpa-eglot`). Without them the
+tests skip, or fail when CI is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.editor
+
+ROOT = Path(__file__).resolve().parents[2]
+SETUP = ROOT / "editors" / "emacs" / "vllm-log.el"
+E2E = ROOT / "tests" / "editors" / "emacs" / "e2e.el"
+WORKSPACE = ROOT / "tests" / "editors" / "fixtures" / "editor-workspace"
+LABELS = ROOT / "tests" / "fixtures" / "crash" / "labels.jsonl"
+CORPUS_FILE = "007.log"  # crash.log is this corpus log with a prefix on each line
+LOG = "crash.log"
+SCRIPT = "serve.sh"
+RULE = "oom-sampler-warmup"
+FIX_FLAG = "--max-num-seqs"
+FIX_VALUE = "512"  # halve the 1024 dummy requests of the failed warm-up
+TIMEOUT_S = 60
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def _unavailable(reason: str):
+    if _in_ci():
+        pytest.fail(f"{reason} (CI is set: run scripts/install/20-editors.sh)")
+    pytest.skip(f"{reason}: run scripts/install/20-editors.sh")
+
+
+def _bin_dirs() -> list[str]:
+    return [str(ROOT / ".venv" / "bin"), str(Path(sys.executable).parent)]
+
+
+def _labels() -> dict:
+    for line in LABELS.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        if entry["file"] == CORPUS_FILE:
+            return entry
+    raise AssertionError(f"{CORPUS_FILE} missing from {LABELS}")
+
+
+def _find_emacs() -> str:
+    emacs = shutil.which("emacs")
+    if emacs is None:
+        _unavailable("emacs not found")
+    probe = subprocess.run(
+        [emacs, "--batch", "-q", "--eval", '(progn (package-initialize) (princ (locate-library "eglot")))'],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    if probe.returncode != 0 or "eglot" not in probe.stdout:
+        _unavailable(f"eglot not found by {emacs} ({probe.stdout.strip()} {probe.stderr.strip()[-200:]})")
+    return emacs
+
+
+@pytest.fixture(scope="module")
+def emacs_run(tmp_path_factory):
+    emacs = _find_emacs()
+    if shutil.which("vllm-log-lsp", path=os.pathsep.join(_bin_dirs())) is None:
+        _unavailable("vllm-log-lsp not installed in .venv (run scripts/install/10-python.sh)")
+    tmp = tmp_path_factory.mktemp("emacs")
+    workspace = tmp / "workspace"
+    shutil.copytree(WORKSPACE, workspace)
+    (workspace / ".git").mkdir()
+    (tmp / "home").mkdir()
+    labels = _labels()
+    out = tmp / "e2e.json"
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([*_bin_dirs(), os.environ.get("PATH", "")]),
+        "HOME": str(tmp / "home"),
+        "LANG": "C.UTF-8",
+        "E2E_OUT": str(out),
+        "E2E_LOG": LOG,
+        "E2E_ROOT_LINE": str(labels["root_cause_line"] - 1),
+        "E2E_SYMPTOM_LINE": str(labels["symptom_lines"][-1] - 1),
+        "E2E_SCRIPT": str(workspace / SCRIPT),
+        "E2E_FIX_TITLE": FIX_FLAG,
+        "E2E_CODE_ACTIONS": "require" if _in_ci() else "auto",
+    }
+    cmd = [emacs, "--batch", "-q", "-l", str(SETUP), "-l", str(E2E)]
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            cmd,
+            cwd=workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"emacs did not finish in {TIMEOUT_S} s: {exc.stdout!r} {exc.stderr!r}")
+    seconds = time.monotonic() - start
+    if not out.exists():
+        pytest.fail(f"emacs wrote no result (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert not result.get("error"), f"{result['error']}\n{proc.stderr}"
+    assert proc.returncode == 0, proc.stderr
+    return result, workspace, seconds
+
+
+@pytest.fixture(scope="module")
+def expected():
+    labels = _labels()
+    from vllm_log_lsp.core.catalog import builtin_catalog
+
+    rule = builtin_catalog().rule(RULE)
+    assert rule is not None, RULE
+    root = labels["root_cause_line"] - 1
+    root_text = (WORKSPACE / LOG).read_bytes().split(b"\n")[root].decode("utf-8")
+    return {
+        "root": root,
+        "symptoms": [n - 1 for n in labels["symptom_lines"]],
+        "title": rule.title,
+        # Emacs columns count characters (the fixture's non-ASCII prefix is in the BMP: = UTF-16 units).
+        "exception_col": root_text.index("torch.OutOfMemoryError"),
+        "line_chars": len(root_text.rstrip("\r")),
+    }
+
+
+def test_emacs_mode_by_content_and_eglot_connects(emacs_run):
+    result, workspace, seconds = emacs_run
+    assert "vllm" not in LOG  # not the auto-mode-alist pattern: magic-mode-alist sniffs the content
+    assert result["major_mode"] == "vllm-log-mode"
+    assert result["language_id"] == "vllm-log"
+    assert Path(result["project_root"]).resolve() == workspace.resolve()
+    assert seconds < 30, f"the Emacs run took {seconds:.1f} s"
+
+
+def test_emacs_flymake_error_on_root_cause_line(emacs_run, expected):
+    result, _, _ = emacs_run
+    errors = [d for d in result["diagnostics"] if d["type"] == "eglot-error"]
+    assert [d["line"] for d in errors] == [expected["root"]], result["diagnostics"]
+    error = errors[0]
+    assert f"[{RULE}]" in error["text"] and error["text"].startswith("vllm-log")  # eglot: "source [code]: …"
+    assert error["col"] == expected["exception_col"], (error, expected)
+    assert error["end_line"] == expected["root"]
+    assert expected["exception_col"] < error["end_col"] <= expected["line_chars"]
+    warned = {d["line"] for d in result["diagnostics"] if d["type"] == "eglot-warning"}
+    assert set(expected["symptoms"]) <= warned, result["diagnostics"]
+
+
+def test_emacs_hover_shows_the_cause(emacs_run, expected):
+    result, _, _ = emacs_run
+    assert result["hover_kind"] == "markdown"
+    assert expected["title"] in result["hover"], result["hover"]
+
+
+def test_emacs_definition_from_symptom(emacs_run, expected):
+    result, workspace, _ = emacs_run
+    (definition,) = result["definitions"]
+    assert Path(definition["file"]).resolve() == (workspace / LOG).resolve()
+    assert (definition["line"], definition["col"]) == (expected["root"], expected["exception_col"])
+
+
+def test_emacs_quick_fix_edits_launch_script(emacs_run):
+    result, workspace, _ = emacs_run
+    if result["code_action_capable"] is not True:
+        assert not _in_ci(), "the server does not advertise codeActionProvider"
+        pytest.skip("the server offers no code actions yet (no codeActionProvider)")
+    assert any(FIX_FLAG in t for t in result["code_action_titles"]), result["code_action_titles"]
+    assert result["script_modified"] is True
+    before = (WORKSPACE / SCRIPT).read_text(encoding="utf-8")
+    after = (workspace / SCRIPT).read_text(encoding="utf-8")
+    assert re.findall(rf"{FIX_FLAG}[ =](\S+)", after) == [FIX_VALUE], after
+    assert after == before.replace(f"{FIX_FLAG} 1024", f"{FIX_FLAG} {FIX_VALUE}"), after
