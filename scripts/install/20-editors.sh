@@ -7,12 +7,10 @@ cd "$(dirname "$0")/../.."
 
 ci=false
 if [ -n "${CI:-}" ] && [ "${CI}" != "false" ] && [ "${CI}" != "0" ]; then ci=true; fi
-
 fail() {
   echo "20-editors: $*" >&2
   if [ "$ci" = true ]; then exit 1; fi
   echo "20-editors: continuing without it (its editor tests will skip)" >&2
-
 }
 
 # --- Neovim 0.11.4 ----------------------------------------------------------------------------------------
