@@ -1,8 +1,8 @@
 ;;; vllm-log.el --- vLLM crash logs with vllm-log-lsp in eglot  -*- lexical-binding: t; -*-
 
 ;; Load it from your init file: (load "/path/to/vllm-log.el")
-;; Needs `vllm-log-lsp' on PATH (pip install vllm-log-lsp) and eglot (built in since Emacs 29;
-;; M-x package-install RET eglot, or Debian's elpa-eglot, on Emacs 28).
+;; Needs `vllm-log-lsp' on PATH (`pip install .' in a checkout of vllm-log-lsp) and eglot (built in
+;; since Emacs 29; M-x package-install RET eglot, or Debian's elpa-eglot, on Emacs 28).
 
 ;;; Code:
 

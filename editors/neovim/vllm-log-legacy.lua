@@ -1,5 +1,6 @@
 -- vllm-log-lsp for Neovim 0.8 to 0.10 (no vim.lsp.config there). Put this in your init.lua.
--- Needs `vllm-log-lsp` on PATH (pip install vllm-log-lsp). On 0.11+ use vllm-log.lua instead.
+-- Needs `vllm-log-lsp` on PATH (`pip install .` in a checkout of vllm-log-lsp).
+-- On 0.11+ use vllm-log.lua instead.
 
 -- Filetype `vllm-log`: *vllm*.log files, and any other *.log whose first lines look like vLLM's.
 local function looks_like_vllm_log(bufnr)

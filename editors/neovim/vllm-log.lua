@@ -1,5 +1,5 @@
 -- vllm-log-lsp for Neovim 0.11+: put this in your init.lua (or a file under plugin/).
--- Needs `vllm-log-lsp` on PATH (pip install vllm-log-lsp).
+-- Needs `vllm-log-lsp` on PATH (`pip install .` in a checkout of vllm-log-lsp).
 
 -- Filetype `vllm-log`: *vllm*.log files, and any other *.log whose first lines look like vLLM's.
 local function looks_like_vllm_log(bufnr)
