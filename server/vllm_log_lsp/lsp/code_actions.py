@@ -55,7 +55,7 @@ from ..launch import (
     rank_invocations,
     rebuild_command,
 )
-from ..launch import discover as launch_discover
+from ..launch.discover import _excluded, _match  # the same glob rules as discovery
 from ..launch.formats import file_kind
 from ..launch.sites import Malformed
 from .diagnostics import SOURCE, build_diagnostics
@@ -155,9 +155,9 @@ def in_scope(path: str, roots: Sequence[str], options: DiscoveryOptions) -> bool
         folders = ["/".join(parts[:i]) for i in range(1, len(parts))]
         if any(p in options.skip_dirs for p in parts[:-1]):
             return False
-        if any(launch_discover._excluded(p, options) for p in [*folders, rel]):
+        if any(_excluded(p, options) for p in [*folders, rel]):
             return False
-        return not options.include or any(launch_discover._match(rel, g) for g in options.include)
+        return not options.include or any(_match(rel, g) for g in options.include)
     return False
 
 
