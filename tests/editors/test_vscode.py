@@ -389,7 +389,7 @@ def vscode_run(tmp_path_factory):
             "artifacts": str(ARTIFACTS),
             "result": str(tmp / "result.json"),
             "diagnosticsTimeoutMs": 25000,
-            "quickFixPattern": None,
+            "quickFixPattern": r"serve\.sh",  # a fix that edits the launch script
             "log": {
                 "name": LOG,
                 "rootCauseLine": LOG_ROOT_CAUSE_LINE,
@@ -485,6 +485,14 @@ def test_vscode_definition_jumps_from_symptom_to_root_cause(vscode_run):
 
 
 @pytest.mark.editor
+def test_vscode_code_lens_goes_to_root_cause(vscode_run, bundled_initialize):
+    if not bundled_initialize["result"]["capabilities"].get("codeLensProvider"):
+        pytest.skip("the server offers no code lenses")
+    assert vscode_run.get("codeLenses"), _explain(vscode_run)
+    assert vscode_run["codeLensCursor"].get("line") == LOG_ROOT_CAUSE_LINE, _explain(vscode_run)
+
+
+@pytest.mark.editor
 def test_vscode_log_language_file_is_diagnosed(vscode_run):
     assert vscode_run.get("plainLogLanguageMode") == "Log", _explain(vscode_run)
     rows = vscode_run.get("plainLogMarkers") or []
@@ -504,10 +512,22 @@ def test_vscode_quick_fix_edits_launch_script(vscode_run, bundled_initialize):
         pytest.skip("the server offers no code actions (no codeActionProvider)")
     fixes = vscode_run.get("quickFixes") or []
     assert fixes, _explain(vscode_run)
-    assert vscode_run.get("quickFixApplied"), _explain(vscode_run)
+    applied = vscode_run.get("quickFixApplied")
+    assert applied, _explain(vscode_run)
     before = (WORKSPACE_FIXTURE / SCRIPT).read_text()
     after = (Path(vscode_run["workspace"]) / SCRIPT).read_text()
     assert after != before, _explain(vscode_run)
-    assert after.count("vllm serve") == 1
+    assert after.count("vllm serve") == 1, after
+    # The layout is kept: the other flags stay on their own continuation lines.
+    assert "  --tensor-parallel-size 4 \\" in after.splitlines(), after
+    assert any(line.strip().startswith("--port 8000") for line in after.splitlines()), after
     added = [line for line in after.splitlines() if line not in before.splitlines()]
     assert any(re.search(r"--[a-z-]+|^\s*(export\s+)?[A-Z_]+=", line) for line in added), after
+    # A title like "... serve.sh:10: --gpu-memory-utilization 0.95 → 0.9" or "... added --flag 4096":
+    # the new value is in the script now.
+    m = re.search(r"(--[a-z0-9-]+)(?: \S+)? → (\S+)$", applied) or re.search(
+        r"added (--[a-z0-9-]+)[ =](\S+)$", applied
+    )
+    if m:
+        flag, value = m.groups()
+        assert re.search(rf"{re.escape(flag)}[ =]{re.escape(value)}(\s|$)", after), (applied, after)

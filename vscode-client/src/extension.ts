@@ -58,7 +58,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     );
     watchPythonExtension(context);
 
-    await restart('activation');
+    // Not awaited: activation stays quick even when Python is slow to answer; commands wait for it.
+    void restart('activation');
 }
 
 export async function deactivate(): Promise<void> {
@@ -165,16 +166,20 @@ async function startClient(): Promise<void> {
         output.info('Language server started.');
     } catch (e) {
         output.error(`The language server failed to start: ${String(e)}`);
-        const choice = await vscode.window.showErrorMessage(
-            `vLLM Log: the language server failed to start with '${found.command.join(' ')}'. See the output for details.`,
-            'Show Output',
-            'Open Setting',
-        );
-        if (choice === 'Show Output') {
-            output.show(true);
-        } else if (choice === 'Open Setting') {
-            void vscode.commands.executeCommand('workbench.action.openSettings', 'vllmLog.interpreter');
-        }
+        // Not awaited: the lifecycle chain must not wait for the user to dismiss a message.
+        void vscode.window
+            .showErrorMessage(
+                `vLLM Log: the language server failed to start with '${found.command.join(' ')}'. See the output for details.`,
+                'Show Output',
+                'Open Setting',
+            )
+            .then((choice) => {
+                if (choice === 'Show Output') {
+                    output.show(true);
+                } else if (choice === 'Open Setting') {
+                    void vscode.commands.executeCommand('workbench.action.openSettings', 'vllmLog.interpreter');
+                }
+            });
     }
 }
 

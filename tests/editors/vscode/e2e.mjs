@@ -200,6 +200,28 @@ try {
         result.goToRootCause = result.goToRootCause || (await cursorLine());
     });
 
+    await step('code lens', async () => {
+        // The server's code lens above a symptom line ("Root cause: ... (line N)") runs
+        // vllmLog.goToRootCause [uri, line]: the client forwards it, the server answers with showDocument.
+        await goTo(cfg.log.symptomLine + 1, 1);
+        const lens = page.locator('.contentWidgets .codelens-decoration a', { hasText: 'Root cause' });
+        const shown = await poll(async () => (await lens.count()) > 0, 5000);
+        result.codeLenses = shown ? (await lens.allInnerTexts()).map((s) => s.trim()).filter(Boolean) : [];
+        if (!shown) {
+            return;
+        }
+        await goTo(cfg.log.symptomLine, 1);
+        const before = await cursorLine();
+        // Click the lowest visible one (the symptom line's lens is just above the centred cursor line).
+        const target = page.locator('.contentWidgets .codelens-decoration a:visible', { hasText: 'Root cause' }).last();
+        await target.click();
+        result.codeLensCursor = await poll(async () => {
+            const c = await cursorLine();
+            return c.line !== before.line ? c : undefined;
+        }, 5000);
+        result.codeLensCursor = result.codeLensCursor || (await cursorLine());
+    });
+
     await step('quick fix', async () => {
         await goTo(cfg.log.rootCauseLine, cfg.log.rootCauseColumn);
         await page.keyboard.press('Control+.');
