@@ -14,7 +14,8 @@
   "What marks a *.log file as a vLLM log when it appears in its first lines.")
 
 (defun vllm-log-sniff ()
-  "Non-nil when this buffer visits a *.log file whose first 200 lines look like vLLM's."
+  "Non-nil when this buffer visits a *.log file that looks like a vLLM log.
+That is, when one of its first 200 lines matches `vllm-log-sniff-regexp'."
   (and buffer-file-name
        (string-match-p "\\.log\\'" buffer-file-name)
        (save-excursion
@@ -41,6 +42,7 @@
 ;;;###autoload
 (add-to-list 'magic-mode-alist '(vllm-log-sniff . vllm-log-mode))
 
+(defvar eglot-server-programs)
 (with-eval-after-load 'eglot
   (add-to-list 'eglot-server-programs
                ;; The language id eglot sends is the mode's name less "-mode": vllm-log.

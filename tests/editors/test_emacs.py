@@ -193,3 +193,54 @@ def test_emacs_quick_fix_edits_launch_script(emacs_run):
     after = (workspace / SCRIPT).read_text(encoding="utf-8")
     assert re.findall(rf"{FIX_FLAG}[ =](\S+)", after) == [FIX_VALUE], after
     assert after == before.replace(f"{FIX_FLAG} 1024", f"{FIX_FLAG} {FIX_VALUE}"), after
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "mode"),
+    [
+        ("other.log", "2024-01-01 12:00:00 nginx started\n", "fundamental-mode"),  # a log, not vLLM's
+        ("run-vllm-7.log", "no marker at all\n", "vllm-log-mode"),  # *vllm*.log: by name
+        ("api.log", "INFO 05-21 10:00:01 [api_server.py:123] Starting\n", "vllm-log-mode"),  # vLLM's header
+        ("serve.sh", "vllm serve m --max-num-seqs 8\n", "sh-mode"),  # vLLM text, not a log
+    ],
+)
+def test_emacs_mode_rules(tmp_path, name, text, mode):
+    emacs = shutil.which("emacs") or _unavailable("emacs not found")
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    # Without eglot loaded the mode hook starts nothing: only the major mode is looked at.
+    env = {**os.environ, "HOME": str(tmp_path)}
+    code = f'(progn (find-file "{name}") (princ major-mode))'
+    proc = subprocess.run(
+        [emacs, "--batch", "-q", "-l", str(SETUP), "--eval", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.stdout == mode, proc.stderr
+
+
+def test_emacs_setup_byte_compiles_cleanly(tmp_path):
+    emacs = shutil.which("emacs") or _unavailable("emacs not found")
+    copy = tmp_path / SETUP.name
+    shutil.copy(SETUP, copy)
+    proc = subprocess.run(
+        [
+            emacs,
+            "--batch",
+            "-q",
+            "--eval",
+            "(setq byte-compile-error-on-warn t)",
+            "-f",
+            "batch-byte-compile",
+            str(copy),
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0, proc.stderr

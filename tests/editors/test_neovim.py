@@ -247,3 +247,42 @@ def test_nvim_legacy_setup_works_on_0_11(tmp_path, expected):
     ]
     assert expected["title"] in result["hover"]
     assert seconds < 30
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "filetype"),
+    [
+        ("other.log", "2024-01-01 12:00:00 nginx started\n", ""),  # a log, but not vLLM's
+        ("run-vllm-7.log", "no marker at all\n", "vllm-log"),  # *vllm*.log: by name
+        ("api.log", "INFO 05-21 10:00:01 [api_server.py:123] Starting\n", "vllm-log"),  # vLLM's header
+        ("serve.sh", "vllm serve m --max-num-seqs 8\n", "sh"),  # vLLM text, not a log
+    ],
+)
+def test_nvim_filetype_rules(tmp_path, name, text, filetype):
+    nvim = _find_nvim()
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    env = {**os.environ, "HOME": str(tmp_path)}
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env[var] = str(tmp_path / var.lower())
+    env.pop("NVIM", None)
+    proc = subprocess.run(
+        [
+            nvim,
+            "--headless",
+            "--clean",
+            "-u",
+            str(SETUP),
+            "-c",
+            "lua io.stdout:write(vim.bo.filetype)",
+            "-c",
+            "qall!",
+            name,
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.stdout == filetype, proc.stderr
