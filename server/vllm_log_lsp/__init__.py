@@ -1,8 +1,5 @@
 """vllm-log-lsp: turn a vLLM crash log into a diagnosis (language server and CLI)."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("vllm-log-lsp")
-except PackageNotFoundError:  # running from a source tree or a bundled copy
-    __version__ = "0.1.0"
+# The single source of the version (pyproject.toml reads it): importlib.metadata would cost a
+# noticeable part of the CLI's start-up time.
+__version__ = "0.1.0"

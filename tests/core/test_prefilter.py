@@ -1,7 +1,8 @@
-"""The grep-accelerated pre-filter finds exactly the lines the pure-Python scan finds."""
+"""The tool-accelerated pre-filter (rg, grep) finds exactly the lines the pure-Python scan finds."""
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -12,12 +13,19 @@ from vllm_log_lsp.core.analyze import analyze
 from vllm_log_lsp.core.text import LogIndex
 
 LITERALS = ["Traceback (most recent call last)", "Error", "died unexpectedly", "模型", "█  version"]
-needs_grep = pytest.mark.skipif(shutil.which("grep") is None, reason="no grep on this system")
 
 
-@pytest.fixture
-def always_grep(monkeypatch):
-    monkeypatch.setattr(prefilter, "GREP_THRESHOLD", 0)
+def tool(kind: str) -> prefilter.Tool:
+    """The tool, or a skip (a failure in CI, which installs both)."""
+    found = prefilter.search_tool([kind])
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{kind} is not installed")
+        pytest.skip(f"{kind} is not installed")
+    return found
+
+
+TOOLS = pytest.mark.parametrize("kind", prefilter.TOOLS)
 
 
 def sample_texts() -> list[str]:
@@ -26,24 +34,29 @@ def sample_texts() -> list[str]:
     ]
     texts.append("ascii only\nError here\n\nTraceback (most recent call last):\n")
     texts.append("模型 Error 😀\n€€€\n  died unexpectedly 模型\nno\n")
+    texts.append("\ufeffbom first: Error\n")
     return texts
 
 
-@needs_grep
+@TOOLS
 @pytest.mark.parametrize("text", sample_texts(), ids=lambda t: str(len(t)))
-def test_grep_and_python_agree(always_grep, text: str) -> None:
+def test_tools_and_python_agree(kind: str, text: str) -> None:
+    search = tool(kind)
     python = prefilter._python_scan(LogIndex(text), sorted(LITERALS), 0)
-    for index in (LogIndex(text), LogIndex(text.encode("utf-8"))):
-        grep = prefilter.candidate_lines(index, LITERALS)
-        if index.is_bytes:  # byte offsets: compare by line numbers instead
-            assert [n for _, n in grep] == [LogIndex(text).line_of(o) for o, _ in python]
-        else:
-            assert [o for o, _ in grep] == [o for o, _ in python]
-            assert [n for _, n in grep] == [LogIndex(text).line_of(o) for o, _ in python]
+    expected_lines = [LogIndex(text).line_of(o) for o, _ in python]
+    as_str = prefilter.candidate_lines(LogIndex(text), LITERALS, tool=search)
+    assert [o for o, _ in as_str] == [o for o, _ in python]
+    assert [n for _, n in as_str] == expected_lines
+    # Over bytes the offsets are byte offsets: compare line numbers.
+    as_bytes = prefilter.candidate_lines(LogIndex(text.encode("utf-8")), LITERALS, tool=search)
+    assert [n for _, n in as_bytes] == expected_lines
 
 
-@needs_grep
-def test_grep_reads_a_file_directly(always_grep, tmp_path) -> None:
+@TOOLS
+def test_a_file_is_read_by_the_tool(kind: str, tmp_path, monkeypatch) -> None:
+    search = tool(kind)
+    monkeypatch.setattr(prefilter, "search_tool", lambda kinds=prefilter.TOOLS: search)
+    monkeypatch.setattr(prefilter, "TOOL_THRESHOLD", 0)
     path = tmp_path / "crash.log"
     data = (CRASH / "032.log").read_bytes()
     path.write_bytes(data)
@@ -54,18 +67,32 @@ def test_grep_reads_a_file_directly(always_grep, tmp_path) -> None:
     ]
 
 
-@needs_grep
-def test_grep_from_an_offset(always_grep) -> None:
+@TOOLS
+def test_from_an_offset(kind: str) -> None:
+    search = tool(kind)
     text = (CRASH / "011.log").read_text(encoding="utf-8")
     begin = len(text) // 2
-    index = LogIndex(text)
     expected = prefilter._python_scan(LogIndex(text), sorted(LITERALS), begin)
-    assert [o for o, _ in prefilter.candidate_lines(index, LITERALS, begin)] == [o for o, _ in expected]
+    found = prefilter.candidate_lines(LogIndex(text), LITERALS, begin, tool=search)
+    assert [o for o, _ in found] == [o for o, _ in expected]
 
 
-def test_without_grep_the_python_scan_is_used(monkeypatch) -> None:
-    monkeypatch.setattr(prefilter, "GREP_THRESHOLD", 0)
+def test_bare_carriage_returns_use_the_python_scan() -> None:
+    text = "a\rError\rb\n"
+    search = prefilter.search_tool()
+    assert prefilter.candidate_lines(LogIndex(text), ["Error"], tool=search) == [(2, None)]
+
+
+def test_without_tools_the_python_scan_is_used(monkeypatch) -> None:
+    monkeypatch.setattr(prefilter, "TOOL_THRESHOLD", 0)
     monkeypatch.setenv("VLLM_LOG_LSP_NO_GREP", "1")
+    assert prefilter.search_tool() is None
     text = (CRASH / "007.log").read_text(encoding="utf-8")
     assert all(n is None for _, n in prefilter.candidate_lines(LogIndex(text), LITERALS))
     assert [f.line + 1 for f in analyze(text).findings] == [72]
+
+
+def test_tools_are_preferred_in_order() -> None:
+    found = prefilter.search_tool()
+    expected = next((k for k in prefilter.TOOLS if shutil.which(k)), None)
+    assert (found[0] if found else None) == expected

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import re
 
 from .lines import parse_line
@@ -49,6 +48,8 @@ def parse_args_text(message: str) -> dict[str, str]:
     args: dict[str, str] = {}
     if message.startswith("non-default args:"):
         body = message.partition(":")[2].strip()
+        import ast  # only for this line: importing it costs the CLI start-up time
+
         try:
             parsed = ast.literal_eval(body) if len(body) < 200_000 else None
         except (ValueError, SyntaxError, MemoryError, RecursionError):

@@ -1,11 +1,12 @@
 """The literal pre-filter: which lines of a (possibly huge) log contain any marker literal.
 
 Python's `str.find` scans about 1 GB/s per literal, and the catalog has some fifty literals, so a
-100 MB log would take seconds. `grep -F` matches all of them in one pass (Aho-Corasick /
-Commentz-Walter) at memory speed, so large inputs go through the system `grep` when there is one;
-small inputs, systems without grep, and logs with bare `\\r` line breaks (which grep does not
-count as lines) use the pure-Python scan. Both return the same lines (tested). A file on disk is
-read by grep itself; an editor's text is piped to it.
+100 MB log would take seconds. A multi-literal search tool matches all of them in one pass:
+ripgrep (`rg`, SIMD literal search) when installed, else `grep -F` (about four times slower than
+rg with this many literals, still far faster than Python). Small inputs, systems with neither
+tool, and logs with bare `\\r` line breaks (which the tools do not count as lines) use the
+pure-Python scan. All paths return the same lines (tested). A file on disk is read by the tool
+itself; an editor's text is piped to it.
 """
 
 from __future__ import annotations
@@ -19,21 +20,37 @@ from collections.abc import Iterable
 from .text import LogIndex
 
 # Below this many characters a subprocess costs more than it saves.
-GREP_THRESHOLD = 4_000_000
-_GREP_TIMEOUT = 120
+TOOL_THRESHOLD = 4_000_000
+_TOOL_TIMEOUT = 120
+#: Search tools in order of preference; `VLLM_LOG_LSP_NO_GREP=1` disables them all.
+TOOLS = ("rg", "grep")
+
+Tool = tuple[str, str]  # (kind, executable path)
 
 
-def _grep_binary() -> str | None:
+def search_tool(kinds: Iterable[str] = TOOLS) -> Tool | None:
+    """The fastest literal-search tool on PATH, or None."""
     if os.environ.get("VLLM_LOG_LSP_NO_GREP"):
         return None
-    return shutil.which("grep")
+    for kind in kinds:
+        path = shutil.which(kind)
+        if path:
+            return kind, path
+    return None
 
 
-def candidate_lines(index: LogIndex, literals: Iterable[str], begin: int = 0) -> list[tuple[int, int | None]]:
-    """Sorted (line start offset, line number or None) of lines at or after `begin` holding a literal."""
+def candidate_lines(
+    index: LogIndex, literals: Iterable[str], begin: int = 0, tool: Tool | None = None
+) -> list[tuple[int, int | None]]:
+    """Sorted (line start offset, line number or None) of lines at or after `begin` holding a literal.
+
+    `tool` forces a search tool (tests); by default the best one is used for large inputs.
+    """
     literals = sorted(set(literals))
-    if len(index) - begin >= GREP_THRESHOLD and not index.has_cr and (grep := _grep_binary()):
-        found = _grep_scan(grep, index, literals, begin)
+    if tool is None and len(index) - begin >= TOOL_THRESHOLD and not index.has_cr:
+        tool = search_tool()
+    if tool is not None and not index.has_cr:
+        found = _tool_scan(tool, index, literals, begin)
         if found is not None:
             return found
     return _python_scan(index, literals, begin)
@@ -49,28 +66,34 @@ def _python_scan(index: LogIndex, literals: list[str], begin: int) -> list[tuple
     return [(start, None) for start in sorted(starts)]
 
 
-def _run_grep(grep: str, literals: list[str], path: str | None, data: bytes | None) -> bytes | None:
-    """grep's `LINE:BYTEOFFSET:text` rows for lines holding any literal; None if grep failed."""
-    command = [grep, "-a", "-n", "-b", "-F"]
+def _command(tool: Tool, literals: list[str], path: str | None) -> list[str]:
+    """A command printing `LINE:BYTEOFFSET:text` for each line holding any literal."""
+    kind, binary = tool
+    if kind == "rg":
+        # No config file, no BOM sniffing or transcoding, binary data searched as text.
+        command = [binary, "--no-config", "--no-heading", "--encoding", "none", "-a", "-n", "-b", "-F"]
+    else:
+        command = [binary, "-a", "-n", "-b", "-F"]
     for literal in literals:
         command += ["-e", literal]
-    if path is not None:
-        command += ["--", path]
-    env = {**os.environ, "LC_ALL": "C"}
+    return [*command, "--", path if path is not None else "-"]
+
+
+def _run_tool(tool: Tool, literals: list[str], path: str | None, data: bytes | None) -> bytes | None:
+    """The tool's output rows for `path` (or `data` piped in); None if the tool failed."""
     try:
         with subprocess.Popen(
-            command,
+            _command(tool, literals, path),
             stdin=subprocess.PIPE if path is None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env=env,
+            env={**os.environ, "LC_ALL": "C"},
         ) as proc:
             if path is None:
                 # One big write from a thread: communicate() would write 4 KiB at a time.
-                writer = threading.Thread(target=_feed, args=(proc, data), daemon=True)
-                writer.start()
+                threading.Thread(target=_feed, args=(proc, data), daemon=True).start()
             output = proc.stdout.read() if proc.stdout else b""
-            code = proc.wait(timeout=_GREP_TIMEOUT)
+            code = proc.wait(timeout=_TOOL_TIMEOUT)
     except (OSError, subprocess.SubprocessError):
         return None
     return output if code in (0, 1) else None  # 1: no line matched
@@ -85,17 +108,17 @@ def _feed(proc: subprocess.Popen, data: bytes | None) -> None:
         pass
 
 
-def _grep_scan(
-    grep: str, index: LogIndex, literals: list[str], begin: int
+def _tool_scan(
+    tool: Tool, index: LogIndex, literals: list[str], begin: int
 ) -> list[tuple[int, int | None]] | None:
     text = index.text
     if index.is_bytes:
         direct = index.path is not None and begin == 0
         segment = None if direct else bytes(text[begin:])
-        output = _run_grep(grep, literals, index.path if direct else None, segment)
+        output = _run_tool(tool, literals, index.path if direct else None, segment)
     else:
         segment = text[begin:].encode("utf-8", "surrogatepass")
-        output = _run_grep(grep, literals, None, segment)
+        output = _run_tool(tool, literals, None, segment)
     if output is None:
         return None
     first_line = index.line_of(begin) if begin else 0

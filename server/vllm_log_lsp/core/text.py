@@ -161,14 +161,18 @@ class LogIndex:
         """The line holding `offset` (0-based)."""
         if self._starts is not None:
             return bisect.bisect_right(self._starts, offset) - 1
-        i = bisect.bisect_right(self._cp_offsets, offset) - 1
-        base_offset, base_line = self._cp_offsets[i], self._cp_lines[i]
-        line = base_line + self._breaks(base_offset, offset)
-        if i == len(self._cp_offsets) - 1:
-            start = self.line_start_at(offset)
-            if start > base_offset:
-                self._cp_offsets.append(start)
-                self._cp_lines.append(line)
+        offsets, lines = self._cp_offsets, self._cp_lines
+        i = bisect.bisect_right(offsets, offset) - 1
+        # Count from the nearer checkpoint, forwards or backwards: the pre-filter leaves
+        # checkpoints around the interesting lines, which may be far from the start.
+        if i + 1 < len(offsets) and offsets[i + 1] - offset < offset - offsets[i]:
+            line = lines[i + 1] - self._breaks(offset, offsets[i + 1])
+        else:
+            line = lines[i] + self._breaks(offsets[i], offset)
+        start = self.line_start_at(offset)
+        if start > offsets[i] and (i + 1 == len(offsets) or start < offsets[i + 1]):
+            offsets.insert(i + 1, start)
+            lines.insert(i + 1, line)
         return line
 
     def line_start_at(self, offset: int) -> int:
