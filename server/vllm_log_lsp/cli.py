@@ -16,8 +16,9 @@ from typing import TextIO
 from . import __version__
 from .core.analyze import analyze
 from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
-from .core.model import PHASE_TITLES, Analysis, Finding
+from .core.model import PHASE_TITLES, Analysis, Finding, ResolvedFix
 from .core.text import inspect_log_bytes
+from .launch import fix_text, unified_diff
 
 EXIT_HEALTHY, EXIT_DEATH, EXIT_UNREADABLE = 0, 1, 2
 JSON_SCHEMA_VERSION = 1
@@ -161,6 +162,11 @@ def _excerpt(text: str, width: int = 160) -> str:
 
 
 def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
+    if args.fix is not None:
+        return cmd_fix(args, catalog)
+    if args.write or args.fix_index is not None:
+        print("vllm-log-lsp: error: --write and --fix-index need --fix SCRIPT", file=sys.stderr)
+        return EXIT_UNREADABLE
     stdout = sys.stdout
     style = Style(use_colour(args.color, stdout))
     status = EXIT_HEALTHY
@@ -193,6 +199,95 @@ def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
         json.dump({"version": JSON_SCHEMA_VERSION, "files": reports}, stdout, indent=2)
         stdout.write("\n")
     return status
+
+
+# -- check --fix --------------------------------------------------------------------------------
+#: `check LOG --fix SCRIPT` exit codes (EXIT_UNREADABLE also covers a script the fix cannot edit).
+EXIT_NOTHING_TO_FIX, EXIT_FIXED = 0, 1
+
+
+def fix_choices(analysis: Analysis, fix_index: int | None) -> list[tuple[Finding, int, ResolvedFix]]:
+    """(finding, fix number as the report numbers it, fix) for the fixes that edit a script.
+
+    Without `fix_index`: every such fix, in report order (the first that changes the script is
+    the preferred one). With it: fix number `fix_index` of the first finding that has such fixes.
+    """
+    choices = [
+        (finding, number, fix)
+        for finding in analysis.findings
+        for number, fix in enumerate(finding.fixes, 1)
+        if fix.ops
+    ]
+    if fix_index is None or not choices:
+        return choices
+    finding = choices[0][0]
+    if not 1 <= fix_index <= len(finding.fixes):
+        raise ValueError(f"--fix-index {fix_index}: {finding.rule_id} has fixes 1 to {len(finding.fixes)}")
+    fix = finding.fixes[fix_index - 1]
+    if not fix.ops:
+        raise ValueError(f"--fix-index {fix_index}: {fix.title!r} is advice, it changes no launch script")
+    return [(finding, fix_index, fix)]
+
+
+def cmd_fix(args: argparse.Namespace, catalog: Catalog) -> int:
+    """`check LOG --fix SCRIPT [--write] [--fix-index N]`: the log's fix as a diff of SCRIPT.
+
+    Prints the unified diff of the preferred fix (the first fix of the first finding that
+    changes SCRIPT) on stdout, with what it does on stderr; `--write` also saves SCRIPT.
+    Exit 0: nothing to change (no fix applies, or SCRIPT has it already); 1: a diff was printed
+    (and written); 2: LOG or SCRIPT unreadable, SCRIPT malformed, or the fix cannot be applied
+    to SCRIPT (the reason on stderr).
+    """
+
+    def fail(message: str) -> int:
+        print(f"vllm-log-lsp: error: {message}", file=sys.stderr)
+        return EXIT_UNREADABLE
+
+    if len(args.files) != 1:
+        return fail("--fix takes exactly one LOG")
+    log, script = args.files[0], args.fix
+    try:
+        data = read_input(log)
+    except OSError as err:
+        return fail(f"cannot read {log}: {err.strerror or err}")
+    try:
+        with open(script, encoding="utf-8", newline="") as handle:  # keep CRLF as it is
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as err:
+        return fail(f"cannot read {script}: {getattr(err, 'strerror', None) or err}")
+    data, warnings = inspect_log_bytes(data)
+    analysis = analyze(data, catalog, tuple(warnings), path=_plain_file(log))
+    try:
+        choices = fix_choices(analysis, args.fix_index)
+    except ValueError as err:
+        return fail(str(err))
+    if not choices:
+        found = "no engine death found" if not analysis.findings else "no fix that edits a launch script"
+        print(f"vllm-log-lsp: nothing to change: {found} in {log}", file=sys.stderr)
+        return EXIT_NOTHING_TO_FIX
+    refused = None
+    for finding, number, fix in choices:
+        result = fix_text(text, script, fix.ops, context=finding.context, captures=dict(finding.evidence))
+        if result.changed:
+            shown = os.path.relpath(script)  # diff headers `a/PATH`, `b/PATH` as git writes them
+            if shown.startswith(".."):
+                shown = os.path.abspath(script).lstrip("/")
+            sys.stdout.write(unified_diff(result.old_text, result.new_text, shown))
+            if args.write:
+                with open(script, "w", encoding="utf-8", newline="") as handle:
+                    handle.write(result.new_text)
+            done = "applied" if args.write else "would apply"
+            print(
+                f"vllm-log-lsp: {done} fix {number} of {finding.rule_id} ({fix.title}): {result.summary}",
+                file=sys.stderr,
+            )
+            return EXIT_FIXED
+        if result.status == "skipped" and refused is None:
+            refused = result.reason
+    if refused is not None:
+        return fail(refused)
+    print(f"vllm-log-lsp: nothing to change: {script} already has the fix", file=sys.stderr)
+    return EXIT_NOTHING_TO_FIX
 
 
 # -- rules / explain ------------------------------------------------------------------------------
@@ -278,11 +373,28 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     check = sub.add_parser(
-        "check", help="diagnose log files (exit 0: healthy, 1: engine died, 2: unreadable)"
+        "check",
+        help="diagnose log files (exit 0: healthy, 1: engine died, 2: unreadable)",
+        epilog="With --fix SCRIPT: exit 0: nothing to change, 1: a diff was printed (and written "
+        "with --write), 2: LOG or SCRIPT unreadable, or SCRIPT malformed (reason on stderr).",
     )
     check.add_argument("files", nargs="+", metavar="FILE", help="log files; - reads standard input")
     check.add_argument("--format", choices=("text", "json"), default="text")
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    check.add_argument(
+        "--fix",
+        metavar="SCRIPT",
+        help="print the log's preferred fix as a unified diff of this launch script "
+        "(shell, compose, Kubernetes, Dockerfile, Python) instead of the report",
+    )
+    check.add_argument("--write", action="store_true", help="with --fix: apply the fix to SCRIPT")
+    check.add_argument(
+        "--fix-index",
+        type=int,
+        metavar="N",
+        help="with --fix: use fix N of the first finding (as the report numbers them) instead of "
+        "the first fix that changes SCRIPT",
+    )
     check.set_defaults(handler=cmd_check)
 
     rules = sub.add_parser("rules", help="list the cause catalog")
