@@ -18,7 +18,6 @@ from .core.analyze import analyze
 from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
 from .core.model import PHASE_TITLES, Analysis, Finding, ResolvedFix
 from .core.text import inspect_log_bytes
-from .launch import fix_text, unified_diff
 
 EXIT_HEALTHY, EXIT_DEATH, EXIT_UNREADABLE = 0, 1, 2
 JSON_SCHEMA_VERSION = 1
@@ -238,6 +237,8 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog) -> int:
     (and written); 2: LOG or SCRIPT unreadable, SCRIPT malformed, or the fix cannot be applied
     to SCRIPT (the reason on stderr).
     """
+
+    from .launch import fix_text, unified_diff  # here: YAML/shell parsers cost 0.2 s to import
 
     def fail(message: str) -> int:
         print(f"vllm-log-lsp: error: {message}", file=sys.stderr)
