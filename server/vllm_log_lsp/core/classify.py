@@ -1,0 +1,225 @@
+"""Step 3: classify a root cause with the ordered catalog and build the finding.
+
+The first rule whose signature matches the root-cause text (and whose frame, context and phase
+conditions hold) wins; its named groups and evidence patterns give the values that fix values and
+the diagnostic message use. The phase comes from the root's innermost telling frame, else from the
+last lifecycle marker before it.
+"""
+
+from __future__ import annotations
+
+from . import catalog as catalog_mod
+from .catalog import Catalog, Rule
+from .incidents import Incident
+from .lines import parse_line
+from .model import ExceptionEvent, Finding, Frame, ResolvedFix, RunContext, Symptom
+from .scan import MAX_LINE, Candidate, Scan
+from .text import LogIndex
+from .values import resolve_op
+from .versions import parse_version
+
+# Around the root cause, how many lines feed rule context conditions and evidence.
+_CONTEXT_RADIUS = 60
+
+
+def classify(
+    catalog: Catalog, root_text: str, chain: list[str], frames: list[str], window: list[str], phase: str
+) -> tuple[Rule | None, dict[str, str]]:
+    """The first rule that matches, and its captures."""
+    window_blob = "\n".join(window)
+    frames_blob = "\n".join(frames + chain)
+    frame_items = frames + chain
+    for rule in catalog.rules:
+        found = None
+        for pattern in rule.match:
+            found = pattern.search(root_text)
+            if found:
+                break
+        if not found:
+            continue
+        if rule.phases and phase not in rule.phases:
+            continue
+        if rule.frames and not any(p.search(item) for p in rule.frames for item in frame_items):
+            continue
+        if rule.context and not any(p.search(line) for p in rule.context for line in window + frame_items):
+            continue
+        captures = {k: v for k, v in found.groupdict().items() if v}
+        for pattern in rule.evidence:
+            for blob in (root_text, frames_blob, window_blob):
+                extra = pattern.search(blob)
+                if extra:
+                    for name, value in extra.groupdict().items():
+                        if value and name not in captures:
+                            captures[name] = value
+                    break
+        return rule, captures
+    return None, {}
+
+
+def phase_for(
+    index: LogIndex, catalog: Catalog, frames: list[str], lo: int, hi: int
+) -> tuple[str, int | None]:
+    """The crash phase: from the root's frames when they tell, else the last marker before it."""
+    for frame in reversed(frames):  # innermost call first: it tells the most
+        for marker in catalog.markers_of("phase_frame"):
+            if marker.pattern.search(frame):
+                return marker.phase, None
+    best_pos, best_phase = -1, "startup"
+    for marker in catalog.markers_of("phase"):
+        pos = index.rfind(marker.literal, max(lo, best_pos + 1), hi)
+        tries = 0
+        while pos >= 0 and tries < 10:
+            start = index.line_start_at(pos)
+            line = parse_line(0, index.line_at(pos, MAX_LINE))
+            if marker.pattern.search(line.message.strip()):
+                if pos > best_pos:
+                    best_pos, best_phase = pos, marker.phase
+                break
+            pos = index.rfind(marker.literal, max(lo, best_pos + 1), start)
+            tries += 1
+    return best_phase, (index.line_of(best_pos) if best_pos >= 0 else None)
+
+
+def _chain_texts(scan: Scan, cand: Candidate) -> list[str]:
+    texts = []
+    if cand.traceback is not None:
+        texts.extend(e.text for e in cand.traceback.chain)
+    # Copies of the same exception elsewhere (EngineCore re-raise, API server) add context.
+    needle = cand.event.message[:80]
+    if needle:
+        texts.extend(
+            c.event.text for c in scan.events if c.event.line != cand.event.line and needle in c.event.message
+        )
+    if cand.inner_text:
+        texts.insert(0, cand.inner_text)
+    return texts[:50]
+
+
+def _frames_text(cand: Candidate) -> list[str]:
+    if cand.traceback is None:
+        return []
+    return [f"{f.path}:{f.function or ''}" for e in cand.traceback.chain for f in e.frames]
+
+
+def _window_text(index: LogIndex, root_offset: int, root_line: int) -> list[str]:
+    lines = [t for _, t in index.iter_lines_back(root_offset, root_line, _CONTEXT_RADIUS)]
+    lines.reverse()
+    lines.extend(t for _, t in index.iter_lines_from(root_offset, root_line, _CONTEXT_RADIUS))
+    return [line[:2000] for line in lines]
+
+
+def _root_text(cand: Candidate) -> str:
+    if cand.inner_text:
+        return cand.inner_text
+    event = cand.event
+    if event.kind in ("fault", "signal", "message"):
+        return event.message
+    return event.text
+
+
+def build_finding(
+    index: LogIndex,
+    catalog: Catalog,
+    scan: Scan,
+    incident: Incident,
+    cand: Candidate,
+    context: RunContext,
+    run_offset: int,
+    root_offset: int,
+) -> Finding:
+    event = cand.event
+    frames = _frames_text(cand)
+    chain = _chain_texts(scan, cand)
+    window = _window_text(index, root_offset, event.line)
+    own_frames = [f"{f.path}:{f.function or ''}" for f in event.frames]
+    root_end = index.line_end_at(root_offset)
+    phase, phase_line = phase_for(index, catalog, own_frames, run_offset, root_end)
+    root_text = _root_text(cand)
+    rule, captures = classify(catalog, root_text, chain, frames, window, phase)
+    if rule is None:
+        rule = catalog.rule("unrecognized") or _FALLBACK
+    version = parse_version(context.vllm_version)
+    fixes = []
+    for fix in rule.fixes_for(version):
+        ops = [resolve_op(op, captures, version, context.args) for op in fix.ops]
+        if all(op is not None for op in ops):
+            fixes.append(ResolvedFix(fix, tuple(op for op in ops if op is not None)))
+    evidence = dict(captures)
+    # A bare `AssertionError` says nothing: its failing frame and assert statement do.
+    failing_frame = _failing_frame(event)
+    if failing_frame is not None:
+        evidence.setdefault(
+            "failing_frame", f"{failing_frame.path}:{failing_frame.lineno} in {failing_frame.function}"
+        )
+        if event.context_lines:
+            evidence.setdefault("assertion", event.context_lines[-1])
+    symptoms = _distinct_symptoms(incident, event)
+    copies = (
+        c.event.line for c in scan.events if c.event.line != event.line and c.event.message == event.message
+    )
+    related = tuple(([failing_frame.line] if failing_frame else []) + [n for n in copies if event.message])[
+        :20
+    ]
+    return Finding(
+        root=event.span,
+        root_text=event.text if event.kind == "python" else event.message,
+        rule_id=rule.id,
+        title=rule.title,
+        family=rule.family,
+        message=_message(rule, evidence),
+        summary=rule.summary,
+        explanation=rule.explanation,
+        evidence=evidence,
+        fixes=tuple(fixes),
+        symptoms=symptoms,
+        phase=phase,
+        phase_line=phase_line,
+        context=context,
+        references=rule.references,
+        exception=event,
+        related_lines=related,
+        next_steps=rule.next_steps,
+        recognized=rule.family != "unrecognized",
+    )
+
+
+def _failing_frame(event: ExceptionEvent) -> Frame | None:
+    if (
+        event.kind == "python"
+        and event.type_name.endswith("AssertionError")
+        and not event.message
+        and event.frames
+    ):
+        return event.frames[-1]
+    return None
+
+
+def _distinct_symptoms(incident: Incident, root: ExceptionEvent) -> tuple[Symptom, ...]:
+    """One symptom per line; raw copies of the root exception are copies, not symptoms."""
+    by_line: dict[int, Symptom] = {}
+    for symptom, _, _ in incident.symptoms:
+        if symptom.line == root.line:
+            continue
+        if symptom.kind == "uncaught-exception" and root.message and root.message in symptom.text:
+            continue
+        if symptom.line not in by_line or by_line[symptom.line].kind == "uncaught-exception":
+            by_line[symptom.line] = symptom
+    return tuple(sorted(by_line.values(), key=lambda s: s.line))
+
+
+def _message(rule: Rule, evidence: dict[str, str]) -> str:
+    if rule.message:
+        try:
+            return rule.message.format_map(evidence)
+        except (KeyError, IndexError, ValueError):
+            pass
+    return rule.title
+
+
+_FALLBACK = Rule(
+    id="unrecognized",
+    title="Unrecognized cause",
+    family="unrecognized",
+    match=(catalog_mod.compile_pattern("."),),
+    explanation="No rule in the catalog recognises this error. It is the original exception of this engine death.",
+)

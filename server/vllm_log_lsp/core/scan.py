@@ -1,0 +1,153 @@
+"""Step 1 of the analysis: find candidate lines and interpret each one.
+
+Only lines holding one of the catalog's literals are parsed (see `prefilter`). Each is matched
+against the markers (symptoms, faults, signals, run starts, precursors); a traceback header makes
+the traceback be read forward, following one writer, and its lines are then skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .catalog import Catalog, Marker
+from .lines import parse_line
+from .model import ExceptionEvent, LogLine, Precursor, Symptom
+from .prefilter import candidate_lines
+from .text import LogIndex
+from .tracebacks import TRACEBACK_HEADER, Traceback, read_traceback, standalone_exception
+
+# Literals that flag lines worth parsing besides the catalog's markers.
+_BASE_LITERALS = ("Traceback (most recent call last)", "Error", "Exception", "Interrupt", "SystemExit")
+
+
+# Lines longer than this are looked at only in their first part.
+MAX_LINE = 20_000
+
+
+# Levels at which a printed exception can be what killed the process (None: printed raw).
+FATAL_LEVELS = (None, "ERROR", "CRITICAL")
+# Marker kinds found through the pre-filter (phases and healthy activity are looked up on demand).
+_SCANNED_KINDS = ("symptom", "fault", "signal", "run_start", "precursor")
+
+
+@dataclass
+class Candidate:
+    """An exception or fault that might be an incident's root cause."""
+
+    event: ExceptionEvent
+    tier: int  # 0 real cause, 1 wrapper carrying the original message, 2 stop signal, 3 a symptom
+    traceback: Traceback | None = None
+    inner_text: str | None = None  # a wrapper's carried message
+
+
+@dataclass
+class Scan:
+    """Everything the candidate lines said, keyed by line number."""
+
+    lines: dict[int, LogLine] = field(default_factory=dict)
+    offsets: dict[int, int] = field(default_factory=dict)
+    tracebacks: list[Traceback] = field(default_factory=list)
+    symptoms: list[tuple[Symptom, Marker, LogLine]] = field(default_factory=list)
+    events: list[Candidate] = field(default_factory=list)
+    run_starts: list[tuple[int, str]] = field(default_factory=list)  # (line, outer)
+    precursors: list[tuple[Precursor, LogLine]] = field(default_factory=list)
+    consumed: set[int] = field(default_factory=set)  # lines read as part of a traceback
+    exception_lines: set[int] = field(default_factory=set)  # their `Type: message` lines
+
+
+def scan_lines(index: LogIndex, catalog: Catalog, scan: Scan | None = None, begin: int = 0) -> Scan:
+    """Find and interpret candidate lines from offset `begin` on, adding to `scan`."""
+    literals = set(_BASE_LITERALS)
+    for kind in _SCANNED_KINDS:
+        literals.update(m.literal for m in catalog.markers_of(kind))
+    candidates = candidate_lines(index, literals, begin)
+    for start, number in candidates:
+        if number is not None:
+            index.remember(start, number)
+    scan = scan or Scan()
+    consumed = scan.consumed
+    for start, _ in candidates:
+        number = index.line_of(start)
+        raw = index.slice(start, min(index.line_end_at(start), start + MAX_LINE))
+        line = parse_line(number, raw)
+        scan.lines[number] = line
+        scan.offsets[number] = start
+        _classify_line(index, catalog, scan, line, start, consumed)
+    return scan
+
+
+def _classify_line(
+    index: LogIndex, catalog: Catalog, scan: Scan, line: LogLine, start: int, consumed: set[int]
+) -> None:
+    if line.number in consumed and line.number not in scan.exception_lines:
+        return  # a frame, code or caret line of a traceback already read: `raise X("…")` is code
+    message = line.message
+    for marker in catalog.markers_of("run_start"):
+        if marker.literal in line.text and marker.pattern.search(message):
+            # A restart marker ends one run: the next run starts on the following line.
+            scan.run_starts.append((line.number + marker.offset, line.outer or ""))
+            break
+    for marker in catalog.markers_of("symptom"):
+        if marker.literal in message and (found := marker.pattern.search(message)):
+            span = line.message_span
+            scan.symptoms.append(
+                (Symptom(line.number, span, marker.id, marker.title, message.strip()), marker, line)
+            )
+            inner = found.groupdict().get("inner")
+            if inner and line.number not in consumed:
+                event = _event_from_line(line, "message", "Error", inner)
+                scan.events.append(Candidate(event, tier=1, inner_text=inner))
+            break
+    for marker in catalog.markers_of("precursor"):
+        if marker.literal in message and marker.pattern.search(message):
+            precursor = Precursor(
+                line.number, line.message_span, marker.id, marker.title, marker.explanation, message.strip()
+            )
+            scan.precursors.append((precursor, line))
+            break
+    if line.number in consumed:
+        return
+    if message.rstrip().endswith(TRACEBACK_HEADER):
+        tb = read_traceback(index, start, line)
+        consumed.update(tb.lines)
+        scan.exception_lines.update(e.line for e in tb.chain)
+        scan.tracebacks.append(tb)
+        for event in tb.chain:
+            scan.events.append(Candidate(event, tier=0, traceback=tb))
+        return
+    for kind, tier in (("fault", 0), ("signal", 2)):
+        for marker in catalog.markers_of(kind):
+            if marker.literal in message and marker.pattern.search(message):
+                event = _event_from_line(line, kind, marker.title, message.strip())
+                scan.events.append(Candidate(event, tier=tier))
+                return
+    event = standalone_exception(line) if line.level in FATAL_LEVELS else None
+    if event is not None:
+        scan.events.append(Candidate(event, tier=0))
+
+
+def _event_from_line(line: LogLine, kind: str, type_name: str, message: str) -> ExceptionEvent:
+    return ExceptionEvent(
+        line=line.number,
+        span=line.message_span,
+        type_name=type_name,
+        message=message,
+        stream=line.stream,
+        kind=kind,  # type: ignore[arg-type]
+        process=line.process,
+    )
+
+
+def truncate_scan(scan: Scan, line: int) -> Scan:
+    """The part of a scan that lies before `line` (tracebacks that started before and closed)."""
+    return Scan(
+        lines={n: v for n, v in scan.lines.items() if n < line},
+        offsets={n: v for n, v in scan.offsets.items() if n < line},
+        tracebacks=[tb for tb in scan.tracebacks if tb.header_line < line and not tb.open],
+        symptoms=[item for item in scan.symptoms if item[0].line < line],
+        events=[c for c in scan.events if (c.traceback.header_line if c.traceback else c.event.line) < line],
+        run_starts=[item for item in scan.run_starts if item[0] < line],
+        precursors=[item for item in scan.precursors if item[0].line < line],
+        consumed={n for n in scan.consumed if n < line},
+        exception_lines={n for n in scan.exception_lines if n < line},
+    )
