@@ -123,7 +123,7 @@ def emacs_run(tmp_path_factory):
     if not out.exists():
         pytest.fail(f"emacs wrote no result (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     result = json.loads(out.read_text(encoding="utf-8"))
-    assert not result.get("error"), f"{result['error']}\n{proc.stderr}"
+    assert not result.get("error"), f"{json.dumps(result, indent=1)}\n{proc.stderr}"
     assert proc.returncode == 0, proc.stderr
     return result, workspace, seconds
 

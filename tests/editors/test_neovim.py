@@ -121,9 +121,10 @@ def run_neovim(tmp: Path, setup: Path, *, code_actions: str = "auto") -> tuple[d
     if not out.exists():
         pytest.fail(f"nvim wrote no result (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     result = json.loads(out.read_text(encoding="utf-8"))
-    result["_rc"], result["_stderr"] = proc.returncode, proc.stderr
-    assert not result.get("error"), result["error"]
-    assert proc.returncode == 0, proc.stderr
+    if result.get("error") or proc.returncode != 0:
+        lsp_log = home / "xdg_state_home" / "nvim" / "lsp.log"
+        log_tail = lsp_log.read_text(encoding="utf-8", errors="replace")[-3000:] if lsp_log.exists() else ""
+        pytest.fail(f"rc={proc.returncode} {result.get('error')}\n{proc.stderr}\nlsp.log:\n{log_tail}")
     return result, workspace, seconds
 
 

@@ -132,7 +132,15 @@
 
 (let ((ok (condition-case err
               (progn (e2e-main) t)
-            (error (e2e-put 'error (error-message-string err)) nil))))
+            (error (e2e-put 'error (error-message-string err))
+                   ;; What eglot saw of the server (its events and stderr), to explain the failure.
+                   (dolist (buf (buffer-list))
+                     (when (string-prefix-p "*EGLOT" (buffer-name buf))
+                       (with-current-buffer buf
+                         (e2e-put (intern (buffer-name buf))
+                                  (buffer-substring-no-properties
+                                   (max (point-min) (- (point-max) 3000)) (point-max))))))
+                   nil))))
   (with-temp-file (or (getenv "E2E_OUT") (error "E2E_OUT not set"))
     (let ((json-encoding-pretty-print nil))
       (insert (json-encode e2e-result))))
