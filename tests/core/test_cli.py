@@ -96,6 +96,7 @@ def test_every_corpus_log_reports_a_death() -> None:
     assert result.returncode == 1
     report = json.loads(result.stdout)
     assert all(entry["incidents"] for entry in report["files"])
+    assert all(entry["warnings"] == [] for entry in report["files"])  # all valid UTF-8
 
 
 def test_rules_and_explain() -> None:

@@ -203,3 +203,14 @@ def test_following_index_equals_a_fresh_one(old: str, appended: str) -> None:
     assert [grown.line_start(n) for n in range(fresh.line_count)] == [
         fresh.line_start(n) for n in range(fresh.line_count)
     ]
+
+
+def test_a_cut_line_does_not_read_as_invalid_utf8() -> None:
+    data = ("Capturing CUDA graphs: " + "█" * 50 + "\n").encode("utf-8")
+    for limit in range(24, 40):
+        index = LogIndex(data)
+        assert "\ufffd" not in index.line_at(0, limit)
+        assert index.invalid_utf8_line is None
+    broken = LogIndex(b"ok\nbad \xff here\n")
+    broken.line_at(3)
+    assert broken.invalid_utf8_line == 1

@@ -116,9 +116,13 @@ class LogIndex:
 
     def slice(self, start: int, end: int) -> str:
         """text[start:end] as a str (decoded from UTF-8 when the index holds bytes)."""
-        piece = self.text[start:end]
         if not self.is_bytes:
-            return piece
+            return self.text[start:end]
+        # A cut inside a line (a length limit) must not split a UTF-8 sequence: back off to the
+        # sequence's first byte, or the partial character would read as invalid UTF-8.
+        while start < end < len(self.text) and self.text[end] & 0xC0 == 0x80:
+            end -= 1
+        piece = self.text[start:end]
         decoded = bytes(piece).decode("utf-8", "replace")
         if self.invalid_utf8_line is None and "\ufffd" in decoded and b"\xef\xbf\xbd" not in piece:
             self.invalid_utf8_line = self.line_of(start)
