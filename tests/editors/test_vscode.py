@@ -324,6 +324,9 @@ def vscode_run(tmp_path_factory):
         "editor.stickyScroll.enabled": False,
         "editor.occurrencesHighlight": "off",
         "editor.selectionHighlight": False,
+        # The e2e types into settings.json: no auto-closing to double its brackets and quotes.
+        "editor.autoClosingBrackets": "never",
+        "editor.autoClosingQuotes": "never",
         "editor.minimap.enabled": False,
         "editor.wordWrap": "on",
         "editor.renderWhitespace": "none",
@@ -388,6 +391,7 @@ def vscode_run(tmp_path_factory):
             "chromium": str(CHROMIUM),
             "artifacts": str(ARTIFACTS),
             "result": str(tmp / "result.json"),
+            "userSettings": str(user_data / "User" / "settings.json"),
             "diagnosticsTimeoutMs": 25000,
             "quickFixPattern": r"serve\.sh",  # a fix that edits the launch script
             "log": {
@@ -490,6 +494,14 @@ def test_vscode_code_lens_goes_to_root_cause(vscode_run, bundled_initialize):
         pytest.skip("the server offers no code lenses")
     assert vscode_run.get("codeLenses"), _explain(vscode_run)
     assert vscode_run["codeLensCursor"].get("line") == LOG_ROOT_CAUSE_LINE, _explain(vscode_run)
+
+
+@pytest.mark.editor
+def test_vscode_missing_python_says_what_to_do(vscode_run):
+    toast = vscode_run.get("missingPythonToast") or ""
+    assert "needs Python 3.10 or newer" in toast, _explain(vscode_run)
+    assert "/nonexistent/python3" in toast and "vllmLog.interpreter" in toast, toast
+    assert "Open Setting" in toast, toast
 
 
 @pytest.mark.editor

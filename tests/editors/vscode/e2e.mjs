@@ -120,7 +120,13 @@ async function markers() {
     );
 }
 
-async function step(name, fn) {
+let serverSilent = false; // no diagnostics at all: the steps that need the server are not tried
+
+async function step(name, fn, { needsServer = true } = {}) {
+    if (needsServer && serverSilent) {
+        result.errors.push(`${name}: not tried, the server published no diagnostics`);
+        return;
+    }
     try {
         log(`${name}…`);
         await fn();
@@ -141,7 +147,7 @@ try {
         await page.locator('.monaco-workbench').waitFor({ timeout: 30000 });
         await page.locator('.explorer-folders-view, .explorer-viewlet').first().waitFor({ timeout: 20000 }).catch(() => {});
         await sleep(500);
-    });
+    }, { needsServer: false });
 
     await step('open crash log', async () => {
         await openFile(cfg.log.name);
@@ -150,7 +156,7 @@ try {
             return m && m !== 'Plain Text' ? m : undefined;
         }, 5000).catch(() => undefined);
         result.languageMode = result.languageMode || (await statusText('status.editor.mode'));
-    });
+    }, { needsServer: false });
 
     await step('problems panel', async () => {
         await page.keyboard.press('Control+Shift+M');
@@ -161,7 +167,8 @@ try {
             return rows.some((r) => r.level >= 2) ? rows : undefined;
         }, cfg.diagnosticsTimeoutMs);
         result.markers = result.markers || (await markers());
-    });
+        serverSilent = !result.markers.some((r) => r.level >= 2);
+    }, { needsServer: false });
 
     await step('hover on root cause', async () => {
         await goTo(cfg.log.rootCauseLine, cfg.log.rootCauseColumn);
@@ -301,6 +308,28 @@ try {
         await sleep(1500);
         await page.screenshot({ path: `${cfg.artifacts}/vscode-hover-large.png` });
     });
+
+    await step('missing python', async () => {
+        // Point vllmLog.interpreter at nothing, as a user would: edit and save the settings.json of the
+        // machine the server runs on ("Remote Settings": the setting is machine-overridable, so in a remote
+        // window like code-server's the browser's user settings do not apply to it). The extension restarts
+        // the server and must say what is wrong and what to do.
+        await command('Preferences: Open Remote Settings (JSON)');
+        await page.locator('.tab.active', { hasText: 'settings.json' }).first().waitFor();
+        await page.locator('.editor-group-container.active .monaco-editor textarea').first().focus();
+        await page.keyboard.press('Control+A');
+        await page.keyboard.insertText('{"vllmLog.interpreter": ["/nonexistent/python3"]}');
+        await page.keyboard.press('Control+S');
+        const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'vLLM Log' });
+        result.missingPythonToast = await poll(async () => {
+            const texts = await toast.allInnerTexts();
+            return texts.find((t) => /Python/.test(t));
+        }, 10000);
+        if (result.missingPythonToast) {
+            result.missingPythonToast = result.missingPythonToast.replace(/\s+/g, ' ').trim();
+            await page.screenshot({ path: `${cfg.artifacts}/vscode-missing-python.png` });
+        }
+    }, { needsServer: false });
 } finally {
     result.seconds = (Date.now() - t0) / 1000;
     writeFileSync(cfg.result, JSON.stringify(result, null, 2));
