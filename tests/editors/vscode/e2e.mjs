@@ -175,13 +175,20 @@ try {
         await page.keyboard.press('Control+K');
         await page.keyboard.press('Control+I');
         const hover = page.locator('.monaco-hover:not(.hidden) .monaco-hover-content, .monaco-resizable-hover .monaco-hover-content').first();
+        // The hover fills in as its providers answer (markers at once; the server's part, code actions
+        // "Checking for quick fixes..."): wait until it has stopped changing for a second.
+        let last = '';
+        let stableSince = Date.now();
         result.hover = await poll(async () => {
             const txt = (await hover.innerText()).trim();
-            // The marker part of the hover comes at once; wait a little for the server's part too.
-            return txt.length > 0 ? txt : undefined;
-        }, 8000);
-        await sleep(1200);
-        result.hover = (await hover.innerText().catch(() => result.hover || '')).trim();
+            if (txt !== last) {
+                last = txt;
+                stableSince = Date.now();
+            }
+            const busy = /Loading\.\.\.|Checking for quick fixes/.test(txt);
+            return txt && !busy && Date.now() - stableSince >= 1000 ? txt : undefined;
+        }, 10000, 100);
+        result.hover = result.hover || last;
         await page.screenshot({ path: `${cfg.artifacts}/vscode-hover.png` });
         await page.keyboard.press('Escape');
     });
