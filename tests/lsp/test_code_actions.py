@@ -462,13 +462,29 @@ async def test_hover_previews_each_fix(client, tmp_path):
     script(tmp_path, "continuations.sh", "serve.sh", model=MODEL_007)
     async with workspace(client, tmp_path):
         uri, root = await open_log(client, tmp_path, "007.log")
+        params = types.HoverParams(types.TextDocumentIdentifier(uri), root.range.start)
+        # The hover never waits for discovery: the first one starts it.
+        fixes = (await client.text_document_hover_async(params)).contents.value.split("#### Fixes", 1)[1]
+        assert fixes.count("↳ _searching launch scripts…_") == 2
+        for _ in range(100):
+            fixes = (await client.text_document_hover_async(params)).contents.value.split("#### Fixes", 1)[1]
+            if "searching" not in fixes:
+                break
+            await asyncio.sleep(0.02)
+        assert "↳ `serve.sh:15: --max-num-seqs 256 → 128`" in fixes
+        assert "↳ `serve.sh:17: added --gpu-memory-utilization 0.85`" in fixes
+        assert fixes.index("→ 128") < fixes.index("gpu-memory-utilization 0.85`")
+        close(client, uri)
+
+
+async def test_hover_without_script_shows_the_fixed_command(client, tmp_path):
+    async with workspace(client, tmp_path):
+        uri, root = await open_log(client, tmp_path, "011.log")
         await actions_for(client, uri, root)  # discovery is cached now
         hover = await client.text_document_hover_async(
             types.HoverParams(types.TextDocumentIdentifier(uri), root.range.start)
         )
-        text = hover.contents.value
-        fixes = text.split("#### Fixes, in order", 1)[1]
-        assert "↳ `serve.sh:15: --max-num-seqs 256 → 128`" in fixes
-        assert "↳ `serve.sh:17: added --gpu-memory-utilization 0.85`" in fixes
-        assert fixes.index("→ 128") < fixes.index("gpu-memory-utilization 0.85`")
+        fixes = hover.contents.value.split("#### Fixes", 1)[1]
+        assert f"↳ fixed command: `vllm serve {MODEL_011} " in fixes
+        assert "--max-model-len 10224`" in fixes
         close(client, uri)
