@@ -46,6 +46,8 @@ LOG_SYMPTOM_LINE = 42
 PLAIN_LOG = "server-041.log"
 PLAIN_LOG_ROOT_CAUSE_LINE = 109
 SCRIPT = "serve.sh"
+# The same log as server-041.log, outside the workspace, for `vLLM Log: Analyze Log File from Disk...`.
+DISK_LOG = "big-041.log"
 
 
 def _in_ci() -> bool:
@@ -304,6 +306,10 @@ def vscode_run(tmp_path_factory):
     for d in (home, user_data / "User", extensions):
         d.mkdir(parents=True)
     shutil.copytree(WORKSPACE_FIXTURE, workspace)
+    # A log outside the workspace, never opened: analysed from disk by `vLLM Log: Analyze Log File...`.
+    outside = tmp / "elsewhere"
+    outside.mkdir()
+    shutil.copy(WORKSPACE_FIXTURE / PLAIN_LOG, outside / DISK_LOG)
     for f in workspace.iterdir():
         f.chmod(0o644 if f.suffix != ".sh" else 0o755)
     ARTIFACTS.mkdir(exist_ok=True)
@@ -402,6 +408,7 @@ def vscode_run(tmp_path_factory):
                 "symptomColumn": _column_of(log_file, LOG_SYMPTOM_LINE, r"EngineDeadError") + 3,
             },
             "plainLog": {"name": PLAIN_LOG, "rootCauseLine": PLAIN_LOG_ROOT_CAUSE_LINE},
+            "diskLog": {"name": DISK_LOG, "path": str(outside / DISK_LOG)},
         }
         (tmp / "config.json").write_text(json.dumps(config, indent=2))
         run = subprocess.run(
@@ -494,6 +501,18 @@ def test_vscode_code_lens_goes_to_root_cause(vscode_run, bundled_initialize):
         pytest.skip("the server offers no code lenses")
     assert vscode_run.get("codeLenses"), _explain(vscode_run)
     assert vscode_run["codeLensCursor"].get("line") == LOG_ROOT_CAUSE_LINE, _explain(vscode_run)
+
+
+@pytest.mark.editor
+def test_vscode_analyze_file_from_disk(vscode_run):
+    toast = vscode_run.get("analyzeFileToast") or ""
+    assert DISK_LOG in toast, _explain(vscode_run)
+    assert f"line {PLAIN_LOG_ROOT_CAUSE_LINE}" in toast, toast
+    assert re.search(r"out of memory|\bOOM\b", toast, re.I), toast
+    rows = vscode_run.get("analyzeFileMarkers") or []
+    assert any(r["level"] == 1 and DISK_LOG in r["label"] + r["text"] for r in rows), _explain(vscode_run)
+    errors = [r for r in rows if r["level"] == 2 and r["label"].startswith("Error")]
+    assert PLAIN_LOG_ROOT_CAUSE_LINE in [_row_line(r) for r in errors], _explain(vscode_run)
 
 
 @pytest.mark.editor

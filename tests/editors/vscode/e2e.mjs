@@ -316,6 +316,42 @@ try {
         await page.screenshot({ path: `${cfg.artifacts}/vscode-hover-large.png` });
     });
 
+    await step('analyze file from disk', async () => {
+        // For logs VS Code will not sync (> 50 MB): pick a file in the (simple, in-browser) file dialog;
+        // the client runs the server's vllmLog.analyzeFile and shows the summary.
+        await command('vLLM Log: Analyze Log File from Disk');
+        const input = page.locator('.quick-input-widget input');
+        await input.waitFor({ state: 'visible' });
+        await input.fill(cfg.diskLog.path);
+        await sleep(300);
+        await page.keyboard.press('Enter');
+        const toast = page.locator('.notifications-toasts .notification-toast', { hasText: cfg.diskLog.name });
+        result.analyzeFileToast = await poll(async () => {
+            if (await input.isVisible()) {
+                await page.keyboard.press('Enter'); // the dialog may want a second Enter to confirm
+            }
+            const texts = await toast.allInnerTexts();
+            return texts.find((t) => /line \d+/.test(t));
+        }, 15000, 500);
+        result.analyzeFileToast = (result.analyzeFileToast || '').replace(/\s+/g, ' ').trim();
+        // Its diagnostics are published for the file's URI: the Problems panel lists it, unopened. (The
+        // panel's list is virtual, so filter it down to that file first.)
+        if (!(await page.locator('.markers-panel').first().isVisible())) {
+            await page.keyboard.press('Control+Shift+M');
+        }
+        const filter = page.locator('.panel .viewpane-filter input, .panel .markers-panel-action-filter input').first();
+        await filter.fill(`**/${cfg.diskLog.name}`);
+        result.analyzeFileMarkers = await poll(async () => {
+            const rows = await markers();
+            return rows.some((r) => r.level === 1 && (r.label + r.text).includes(cfg.diskLog.name)) ? rows : undefined;
+        }, 5000);
+        await filter.fill('');
+        const close = page.locator('.notifications-toasts .codicon-notifications-clear, .notifications-toasts .codicon-close');
+        for (const c of await close.all()) {
+            await c.click().catch(() => {});
+        }
+    });
+
     await step('missing python', async () => {
         // Point vllmLog.interpreter at nothing, as a user would: edit and save the settings.json of the
         // machine the server runs on ("Remote Settings": the setting is machine-overridable, so in a remote
