@@ -42,6 +42,7 @@ from pygls import uris
 
 from ..core.model import Finding, ResolvedFix
 from ..launch import (
+    Candidate,
     Discovery,
     DiscoveryOptions,
     FixResult,
@@ -215,7 +216,7 @@ def plan_fixes(
     return plans
 
 
-def plausible(candidates: Sequence[Any], limit: int) -> list[Invocation]:
+def plausible(candidates: Sequence[Candidate], limit: int) -> list[Invocation]:
     """The invocations worth offering: those the log does not contradict, if there are any."""
     fitting = [c for c in candidates if c.score >= 0]
     return [c.invocation for c in (fitting or list(candidates))[:limit]]
