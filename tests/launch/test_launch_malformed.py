@@ -16,6 +16,7 @@ SEQS = FixOp("set_flag", "--max-num-seqs", ValueSpec(literal="128"))
     [
         ("run.sh", "echo 'unterminated\nvllm serve m --port 1\n", "skipped run.sh:"),
         ("run.sh", "if true; then\nvllm serve m\n", "skipped run.sh:"),
+        ("run.sh", "vllm serve m --chat-template 'unterminated --port 1\n", "skipped run.sh:"),
         (
             "deploy.yaml",
             "services:\n  s:\n    image: vllm/vllm-openai\n    command: [m\n    x: 1\n",
@@ -57,7 +58,12 @@ def test_missing_file_is_a_reason_not_an_exception(tmp_path) -> None:
 
 def test_discovery_reports_unparsable_launch_files(tmp_path) -> None:
     (tmp_path / "deploy.yaml").write_text("services:\n  vllm: [unclosed\n", encoding="utf-8")
+    # The quote breaks the vLLM line itself: no command can be read, but the file is reported.
     (tmp_path / "run.sh").write_text("vllm serve 'oops\n", encoding="utf-8")
+    (tmp_path / "other.sh").write_text("echo 'not vllm\n", encoding="utf-8")
     found = discover([str(tmp_path)])
-    assert [s.path.rsplit("/", 1)[-1] for s in found.skipped] == ["deploy.yaml"]
-    assert "invalid YAML" in found.skipped[0].reason
+    assert found.invocations == ()
+    reasons = {s.path.rsplit("/", 1)[-1]: s.reason for s in found.skipped}
+    assert sorted(reasons) == ["deploy.yaml", "run.sh"]
+    assert "invalid YAML" in reasons["deploy.yaml"]
+    assert reasons["run.sh"]

@@ -385,6 +385,8 @@ async def test_open_modified_script_is_edited_in_its_open_version(client, tmp_pa
 async def test_malformed_scripts_are_explained_not_edited(client, tmp_path):
     broken = f"#!/bin/sh\necho 'unbalanced\nvllm serve {MODEL_007} --max-num-seqs 256 --port 8000\n"
     (tmp_path / "broken.sh").write_text(broken)
+    # Here the quote breaks the vLLM line itself: no command can be read from it at all.
+    (tmp_path / "quoted.sh").write_text(f"vllm serve {MODEL_007} --max-num-seqs 256 --served-model-name 'x\n")
     (tmp_path / "compose.yml").write_text(
         f"services:\n  vllm:\n    command: [--model, {MODEL_007}, --max-num-seqs, 256\n  bad: [\n"
     )
@@ -407,6 +409,7 @@ async def test_malformed_scripts_are_explained_not_edited(client, tmp_path):
                 explained[action.title] = action.title
         reasons = " | ".join(explained.values())
         assert "skipped broken.sh:" in reasons and "skipped compose.yml:" in reasons, reasons
+        assert "skipped quoted.sh:" in reasons, reasons
         assert (tmp_path / "broken.sh").read_text() == broken  # untouched
         close(client, uri)
 

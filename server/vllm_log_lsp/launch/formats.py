@@ -77,10 +77,18 @@ def parse_sites(path: str, text: str) -> tuple[Format | None, list[Site]]:
             raise Malformed(f"cannot parse Dockerfile: {exc}") from exc
     if kind == "shell":
         smap = SourceMap.identity(text)
-        return "shell", shell_sites(text, smap, "shell", scan_shell(text), env_mode="file")
+        sites = shell_sites(text, smap, "shell", scan_shell(text), env_mode="file")
+        if not sites and _VLLM_COMMAND.search(text) and (bad := check_shell(text)):
+            # The vLLM line itself does not parse: say so, rather than finding nothing.
+            raise Malformed(bad)
+        return "shell", sites
     if kind == "text":
         return "text", _text_sites(text)
     return None, []
+
+
+# A command that starts vLLM, as text (for scripts too broken to parse into commands).
+_VLLM_COMMAND = re.compile(r"\bvllm\s+serve\b|vllm\.entrypoints\.|vllm/vllm-openai")
 
 
 def _text_sites(text: str) -> list[Site]:
