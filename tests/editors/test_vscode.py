@@ -431,12 +431,16 @@ def vscode_run(tmp_path_factory):
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
         # Keep the logs (code-server, extension host, the vLLM Log output channel) with the screenshots.
+        # (Best effort: another run may be writing the same artifacts.)
         keep = ARTIFACTS / "vscode-logs"
-        shutil.rmtree(keep, ignore_errors=True)
-        keep.mkdir(parents=True)
-        shutil.copy(log_path, keep / "code-server.log")
-        if (user_data / "logs").exists():
-            shutil.copytree(user_data / "logs", keep / "logs", dirs_exist_ok=True)
+        try:
+            shutil.rmtree(keep, ignore_errors=True)
+            keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy(log_path, keep / "code-server.log")
+            if (user_data / "logs").exists():
+                shutil.copytree(user_data / "logs", keep / "logs", dirs_exist_ok=True)
+        except OSError as e:
+            print(f"could not keep the VS Code logs: {e}")
     result["seconds"] = time.monotonic() - t0
     result["workspace"] = str(workspace)
     (ARTIFACTS / "vscode-e2e.json").write_text(json.dumps(result, indent=2))
