@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import mmap
 import os
 import sys
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from . import __version__
 from .core.analyze import analyze
 from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
 from .core.model import PHASE_TITLES, Analysis, Finding, ResolvedFix
-from .core.text import inspect_log_bytes
+from .core.text import Buffer, inspect_log_bytes
 
 EXIT_HEALTHY, EXIT_DEATH, EXIT_UNREADABLE = 0, 1, 2
 JSON_SCHEMA_VERSION = 1
@@ -58,10 +59,22 @@ def use_colour(choice: str, stream: TextIO) -> bool:
 
 
 # -- check ------------------------------------------------------------------------------------
-def read_input(path: str) -> bytes:
+# Files larger than this are mapped into memory instead of read: the analysis touches only the
+# lines around what the pre-filter finds, so most of a large log is never paged in.
+MMAP_THRESHOLD = 1 << 20
+
+
+def read_input(path: str) -> Buffer:
+    """The bytes of a log file (mapped when large), or of standard input for `-`."""
     if path == "-":
         return sys.stdin.buffer.read()
     with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size >= MMAP_THRESHOLD and os.path.isfile(path):
+            try:
+                return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):
+                pass  # not mappable (a pipe, a special file): read it
         return handle.read()
 
 

@@ -128,3 +128,19 @@ def test_user_rule_file(tmp_path: Path) -> None:
     result = run("--rules", str(broken), "check", str(OOM))
     assert f"rule error: {broken}:2:" in result.stderr
     assert "oom-serving" in result.stdout  # the built-in catalog still works
+
+
+def test_large_files_are_mapped_not_read(tmp_path: Path) -> None:
+    """Files over 1 MB are memory-mapped; the report is the one standard input gives."""
+    filler = "(APIServer pid=100) INFO 10-03 21:22:40 [loggers.py:123] Engine 000: Avg prompt throughput: 512.3 tokens/s\n"
+    lines = OOM.read_text(encoding="utf-8").split("\n")
+    for ending in ("\n", "\r\n"):
+        text = ending.join(lines[:14] + [filler.rstrip("\n")] * 15000 + lines[14:])
+        big = tmp_path / f"big{len(ending)}.log"
+        big.write_bytes(text.encode("utf-8"))
+        assert big.stat().st_size > 1 << 20
+        from_file = run("check", str(big))
+        from_stdin = run("check", "-", stdin=big.read_bytes())
+        assert from_file.returncode == from_stdin.returncode == 1
+        assert from_file.stdout.replace(str(big), "<stdin>") == from_stdin.stdout
+        assert f"{big}:{27 + 15000}: oom-serving" in from_file.stdout

@@ -60,7 +60,9 @@ class Analyzer:
         old, scan, old_index = self._text, self._scan, self._index
         if old is None or scan is None or old_index is None:
             return None, 0
-        if type(text) is not type(old) or len(text) < len(old) or not text.startswith(old):
+        if not isinstance(text, (str, bytes)) or type(text) is not type(old):
+            return None, 0
+        if len(text) < len(old) or not text.startswith(old):
             return None, 0
         index.adopt_checkpoints(old_index, len(old))
         # Re-read the last line (it may have been cut) and the one before it (a trailing `\r`

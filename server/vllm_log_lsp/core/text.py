@@ -14,9 +14,14 @@ points of the line.
 from __future__ import annotations
 
 import bisect
+import mmap
 import re
 from array import array
 from collections.abc import Iterator
+
+#: What the index can read: an editor's text, a file's bytes, or a file mapped into memory.
+Buffer = bytes | mmap.mmap
+Text = str | Buffer
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 
@@ -40,18 +45,20 @@ def decode_log(data: bytes) -> tuple[str, list[str]]:
     return text, warnings
 
 
-def inspect_log_bytes(data: bytes) -> tuple[bytes, list[str]]:
-    """Prepare raw log bytes for analysis without decoding them. Returns (data, warnings).
+def inspect_log_bytes(data: Buffer) -> tuple[Buffer, list[str]]:
+    """Prepare raw log bytes (`bytes` or a read-only `mmap`) for analysis without decoding them.
+    Returns (data, warnings).
 
     Invalid UTF-8 is found lazily, in the lines the analysis reads (see `LogIndex.slice`).
     """
     warnings: list[str] = []
-    if data.startswith(b"\x1f\x8b"):
+    head = bytes(data[:65536])
+    if head.startswith(b"\x1f\x8b"):
         warnings.append("the file is gzip-compressed: decompress it first (gunzip)")
-    elif b"\x00" in data[:65536]:
+    elif b"\x00" in head:
         warnings.append("the file contains NUL bytes: it may be binary, not a log")
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    if head.startswith(b"\xef\xbb\xbf"):
+        data = bytes(data[3:])
     return data, warnings
 
 
@@ -80,12 +87,12 @@ class LogIndex:
     file holding exactly those bytes, so the pre-filter can let grep read it directly.
     """
 
-    def __init__(self, text: str | bytes, path: str | None = None) -> None:
+    def __init__(self, text: Text, path: str | None = None) -> None:
         self.text = text
         self.path = path
         self.is_bytes = not isinstance(text, str)
         self._nl, self._cr, self._crlf = (b"\n", b"\r", b"\r\n") if self.is_bytes else ("\n", "\r", "\r\n")
-        self.has_cr = self._cr in text
+        self.has_cr = text.find(self._cr) >= 0  # (`in` is a slow item-by-item scan on mmap)
         self.invalid_utf8_line: int | None = None  # first line seen with undecodable bytes
         self._starts: array | None = None
         # Checkpoints (offset, line) learned while counting, for cheap incremental lookups.
@@ -112,7 +119,7 @@ class LogIndex:
         return self.text.rfind(self._lit(literal), start, len(self.text) if end is None else end)
 
     def contains(self, literal: str) -> bool:
-        return self._lit(literal) in self.text
+        return self.text.find(self._lit(literal)) >= 0
 
     def slice(self, start: int, end: int) -> str:
         """text[start:end] as a str (decoded from UTF-8 when the index holds bytes)."""
@@ -153,12 +160,13 @@ class LogIndex:
     def _breaks(self, start: int, end: int) -> int:
         """Number of line breaks in text[start:end] (a `\\r\\n` counts once)."""
         text = self.text
+        # A `\\r\\n` split by `end` is counted below as a bare `\\r`: it is one break with the `\\n`.
+        split_crlf = self.has_cr and start < end < len(text) and text[end - 1 : end + 1] == self._crlf
+        if isinstance(text, mmap.mmap):  # mmap has no count(): count a copy of the range
+            text, start, end = text[start:end], 0, end - start
         count = text.count(self._nl, start, end)
         if self.has_cr:
-            count += text.count(self._cr, start, end) - text.count(self._crlf, start, end)
-            # A `\\r\\n` split by `end` was counted as a bare `\\r`: it is one break with the `\\n`.
-            if start < end < len(text) and text[end - 1 : end + 1] == self._crlf:
-                count -= 1
+            count += text.count(self._cr, start, end) - text.count(self._crlf, start, end) - split_crlf
         return count
 
     def line_of(self, offset: int) -> int:
@@ -209,6 +217,7 @@ class LogIndex:
             old is None
             or previous is None
             or index.is_bytes != previous.is_bytes
+            or isinstance(text, mmap.mmap)
             or len(text) < len(previous.text)
             or not text.startswith(previous.text)
         ):
@@ -230,7 +239,7 @@ class LogIndex:
     # -- full index (built on demand) ---------------------------------------------------------
     def _build(self) -> array:
         if self._starts is None:
-            text = self.text
+            text = bytes(self.text) if isinstance(self.text, mmap.mmap) else self.text
             if self.has_cr:
                 pattern = rb"\r\n|\r|\n" if self.is_bytes else r"\r\n|\r|\n"
                 ends = [m.end() for m in re.finditer(pattern, text)]
