@@ -30,3 +30,31 @@ def lsp_lines(text: str) -> list[str]:
     import re
 
     return re.split(r"\r\n|\r|\n", text)
+
+
+# -- real-editor tests ---------------------------------------------------------------------------
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def in_ci() -> bool:
+    """Whether this run is CI, where a missing editor or browser is a failure, not a skip."""
+    import os
+
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def unavailable(reason: str, installer: str):
+    """Skip a test whose tool is missing, or fail it in CI; `installer` says what installs it."""
+    import pytest
+
+    if in_ci():
+        pytest.fail(f"{reason} (CI is set: run {installer})")
+    pytest.skip(f"{reason}: run {installer}")
+
+
+def crash_label(name: str) -> dict:
+    """The label of one crash log of the corpus."""
+    for entry in crash_labels():
+        if entry["file"] == name:
+            return entry
+    raise AssertionError(f"{name} missing from {CRASH / 'labels.jsonl'}")

@@ -27,7 +27,10 @@ from pathlib import Path
 
 import pytest
 
+from support import crash_label, in_ci, unavailable
+
 pytestmark = pytest.mark.editor
+INSTALLER = "scripts/install/20-editors.sh"
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUP = ROOT / "editors" / "emacs" / "vllm-log.el"
@@ -43,32 +46,14 @@ FIX_VALUE = "512"  # halve the 1024 dummy requests of the failed warm-up
 TIMEOUT_S = 60
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
-
-
-def _unavailable(reason: str):
-    if _in_ci():
-        pytest.fail(f"{reason} (CI is set: run scripts/install/20-editors.sh)")
-    pytest.skip(f"{reason}: run scripts/install/20-editors.sh")
-
-
 def _bin_dirs() -> list[str]:
     return [str(ROOT / ".venv" / "bin"), str(Path(sys.executable).parent)]
-
-
-def _labels() -> dict:
-    for line in LABELS.read_text(encoding="utf-8").splitlines():
-        entry = json.loads(line)
-        if entry["file"] == CORPUS_FILE:
-            return entry
-    raise AssertionError(f"{CORPUS_FILE} missing from {LABELS}")
 
 
 def _find_emacs() -> str:
     emacs = shutil.which("emacs")
     if emacs is None:
-        _unavailable("emacs not found")
+        unavailable("emacs not found", INSTALLER)
     probe = subprocess.run(
         [emacs, "--batch", "-q", "--eval", '(progn (package-initialize) (princ (locate-library "eglot")))'],
         capture_output=True,
@@ -76,7 +61,9 @@ def _find_emacs() -> str:
         timeout=30,
     )
     if probe.returncode != 0 or "eglot" not in probe.stdout:
-        _unavailable(f"eglot not found by {emacs} ({probe.stdout.strip()} {probe.stderr.strip()[-200:]})")
+        unavailable(
+            f"eglot not found by {emacs} ({probe.stdout.strip()} {probe.stderr.strip()[-200:]})", INSTALLER
+        )
     return emacs
 
 
@@ -84,13 +71,13 @@ def _find_emacs() -> str:
 def emacs_run(tmp_path_factory):
     emacs = _find_emacs()
     if shutil.which("vllm-log-lsp", path=os.pathsep.join(_bin_dirs())) is None:
-        _unavailable("vllm-log-lsp not installed in .venv (run scripts/install/10-python.sh)")
+        unavailable("vllm-log-lsp not installed in .venv (run scripts/install/10-python.sh)", INSTALLER)
     tmp = tmp_path_factory.mktemp("emacs")
     workspace = tmp / "workspace"
     shutil.copytree(WORKSPACE, workspace)
     (workspace / ".git").mkdir()
     (tmp / "home").mkdir()
-    labels = _labels()
+    labels = crash_label(CORPUS_FILE)
     out = tmp / "e2e.json"
     env = {
         **os.environ,
@@ -103,7 +90,7 @@ def emacs_run(tmp_path_factory):
         "E2E_SYMPTOM_LINE": str(labels["symptom_lines"][-1] - 1),
         "E2E_SCRIPT": str(workspace / SCRIPT),
         "E2E_FIX_TITLE": FIX_FLAG,
-        "E2E_CODE_ACTIONS": "require" if _in_ci() else "auto",
+        "E2E_CODE_ACTIONS": "require" if in_ci() else "auto",
     }
     cmd = [emacs, "--batch", "-q", "-l", str(SETUP), "-l", str(E2E)]
     start = time.monotonic()
@@ -130,7 +117,7 @@ def emacs_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def expected():
-    labels = _labels()
+    labels = crash_label(CORPUS_FILE)
     from vllm_log_lsp.core.catalog import builtin_catalog
 
     rule = builtin_catalog().rule(RULE)
@@ -185,7 +172,7 @@ def test_emacs_definition_from_symptom(emacs_run, expected):
 def test_emacs_quick_fix_edits_launch_script(emacs_run):
     result, workspace, _ = emacs_run
     if result["code_action_capable"] is not True:
-        assert not _in_ci(), "the server does not advertise codeActionProvider"
+        assert not in_ci(), "the server does not advertise codeActionProvider"
         pytest.skip("the server offers no code actions yet (no codeActionProvider)")
     assert any(FIX_FLAG in t for t in result["code_action_titles"]), result["code_action_titles"]
     assert result["script_modified"] is True
@@ -205,7 +192,7 @@ def test_emacs_quick_fix_edits_launch_script(emacs_run):
     ],
 )
 def test_emacs_mode_rules(tmp_path, name, text, mode):
-    emacs = shutil.which("emacs") or _unavailable("emacs not found")
+    emacs = shutil.which("emacs") or unavailable("emacs not found", INSTALLER)
     (tmp_path / name).write_text(text, encoding="utf-8")
     # Without eglot loaded the mode hook starts nothing: only the major mode is looked at.
     env = {**os.environ, "HOME": str(tmp_path)}
@@ -223,7 +210,7 @@ def test_emacs_mode_rules(tmp_path, name, text, mode):
 
 
 def test_emacs_setup_byte_compiles_cleanly(tmp_path):
-    emacs = shutil.which("emacs") or _unavailable("emacs not found")
+    emacs = shutil.which("emacs") or unavailable("emacs not found", INSTALLER)
     copy = tmp_path / SETUP.name
     shutil.copy(SETUP, copy)
     proc = subprocess.run(

@@ -26,7 +26,10 @@ from pathlib import Path
 
 import pytest
 
+from support import crash_label, in_ci, unavailable
+
 pytestmark = pytest.mark.editor
+INSTALLER = "scripts/install/20-editors.sh"
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUP = ROOT / "editors" / "neovim" / "vllm-log.lua"
@@ -43,16 +46,6 @@ FIX_VALUE = "512"  # halve the 1024 dummy requests of the failed warm-up
 TIMEOUT_S = 60
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
-
-
-def _unavailable(reason: str):
-    if _in_ci():
-        pytest.fail(f"{reason} (CI is set: run scripts/install/20-editors.sh)")
-    pytest.skip(f"{reason}: run scripts/install/20-editors.sh")
-
-
 def _bin_dirs() -> list[str]:
     return [str(ROOT / ".venv" / "bin"), str(Path(sys.executable).parent)]
 
@@ -61,32 +54,24 @@ def _find_nvim() -> str:
     path = os.pathsep.join([*_bin_dirs(), os.environ.get("PATH", "")])
     nvim = shutil.which("nvim", path=path)
     if nvim is None:
-        _unavailable("nvim not found")
+        unavailable("nvim not found", INSTALLER)
     version = subprocess.run([nvim, "--version"], capture_output=True, text=True, timeout=20).stdout
     match = re.search(r"NVIM v(\d+)\.(\d+)", version)
     if not match or (int(match[1]), int(match[2])) < (0, 11):
-        _unavailable(f"{nvim} is not Neovim 0.11+ ({version.splitlines()[:1]})")
+        unavailable(f"{nvim} is not Neovim 0.11+ ({version.splitlines()[:1]})", INSTALLER)
     return nvim
-
-
-def _labels() -> dict:
-    for line in LABELS.read_text(encoding="utf-8").splitlines():
-        entry = json.loads(line)
-        if entry["file"] == CORPUS_FILE:
-            return entry
-    raise AssertionError(f"{CORPUS_FILE} missing from {LABELS}")
 
 
 def run_neovim(tmp: Path, setup: Path, *, code_actions: str = "auto") -> tuple[dict, Path, float]:
     """Run e2e.lua against a fresh copy of the workspace; returns (its JSON, workspace, seconds)."""
     nvim = _find_nvim()
     if shutil.which("vllm-log-lsp", path=os.pathsep.join(_bin_dirs())) is None:
-        _unavailable("vllm-log-lsp not installed in .venv (run scripts/install/10-python.sh)")
+        unavailable("vllm-log-lsp not installed in .venv (run scripts/install/10-python.sh)", INSTALLER)
     workspace = tmp / "workspace"
     shutil.copytree(WORKSPACE, workspace)
     (workspace / ".git").mkdir()
     home = tmp / "home"
-    labels = _labels()
+    labels = crash_label(CORPUS_FILE)
     out = tmp / "e2e.json"
     env = {
         **os.environ,
@@ -130,13 +115,13 @@ def run_neovim(tmp: Path, setup: Path, *, code_actions: str = "auto") -> tuple[d
 
 @pytest.fixture(scope="module")
 def nvim_run(tmp_path_factory):
-    mode = "require" if _in_ci() else "auto"
+    mode = "require" if in_ci() else "auto"
     return run_neovim(tmp_path_factory.mktemp("nvim"), SETUP, code_actions=mode)
 
 
 @pytest.fixture(scope="module")
 def expected():
-    labels = _labels()
+    labels = crash_label(CORPUS_FILE)
     from vllm_log_lsp.core.catalog import builtin_catalog
 
     rule = builtin_catalog().rule(RULE)
@@ -225,7 +210,7 @@ def test_nvim_references_outline_folds_lenses(nvim_run, expected):
 def test_nvim_quick_fix_edits_launch_script(nvim_run):
     result, workspace, _ = nvim_run
     if not result["capabilities"]["codeAction"]:
-        assert not _in_ci(), "the server does not advertise codeActionProvider"
+        assert not in_ci(), "the server does not advertise codeActionProvider"
         pytest.skip("the server offers no code actions yet (no codeActionProvider)")
     assert result.get("code_action_error") in (None, {}), result["code_action_error"]
     assert any(FIX_FLAG in t for t in result["code_action_titles"]), result["code_action_titles"]

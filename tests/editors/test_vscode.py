@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from support import unavailable
+
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "vscode-client"
 E2E = ROOT / "tests" / "editors" / "vscode"
@@ -38,6 +40,7 @@ CHROMIUM = Path(os.environ.get("VLLM_LOG_CHROMIUM", "/usr/bin/chromium"))
 # vllm-serve-crash.log is corpus 005.log: NPU out of memory while serving (vllm-ascend 0.11, TP=4);
 # EngineCore re-raises the worker's OOM as "RuntimeError: Worker failed with error ..." on line 29, and the
 # API server's EngineDeadError follows on lines 42 and 59. Its name matches `*vllm*.log` -> vLLM Log.
+INSTALLER = "scripts/install/40-vscode.sh"
 LOG = "vllm-serve-crash.log"
 LOG_ROOT_CAUSE_LINE = 29
 LOG_SYMPTOM_LINE = 42
@@ -50,20 +53,10 @@ SCRIPT = "serve.sh"
 DISK_LOG = "big-041.log"
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
-
-
-def _unavailable(reason: str):
-    if _in_ci():
-        pytest.fail(f"{reason} (CI is set: run scripts/install/40-vscode.sh)")
-    pytest.skip(f"{reason}: run scripts/install/40-vscode.sh")
-
-
 def _vsix() -> Path:
     found = sorted(CLIENT.glob("vllm-log-*.vsix"), key=lambda p: p.stat().st_mtime)
     if not found:
-        _unavailable("no vscode-client/vllm-log-*.vsix")
+        unavailable("no vscode-client/vllm-log-*.vsix", INSTALLER)
     return found[-1]
 
 
@@ -256,7 +249,7 @@ def test_bundled_server_starts_from_the_vsix(bundled_initialize: dict):
 def test_node_unit_tests():
     """The extension's node-side unit tests (interpreter finder, settings) pass."""
     if shutil.which("node") is None or not (CLIENT / "node_modules" / "esbuild").exists():
-        _unavailable("node or vscode-client/node_modules is missing")
+        unavailable("node or vscode-client/node_modules is missing", INSTALLER)
     out = subprocess.run(
         ["npm", "run", "--silent", "test:unit"],
         cwd=CLIENT,
@@ -298,7 +291,7 @@ def _interpreter() -> list[str]:
 def vscode_run(tmp_path_factory):
     """Runs the whole user session once; the tests below each check one part of what it saw."""
     if not CODE_SERVER.exists() or not CHROMIUM.exists() or shutil.which("node") is None:
-        _unavailable("code-server, chromium or node is missing")
+        unavailable("code-server, chromium or node is missing", INSTALLER)
     vsix = _vsix()
     tmp = tmp_path_factory.mktemp("vscode-e2e")
     home, user_data, extensions = tmp / "home", tmp / "user-data", tmp / "extensions"
