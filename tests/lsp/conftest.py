@@ -22,6 +22,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 FIXTURES = Path(__file__).parent / "fixtures"
+SHARED_FIXTURES = Path(__file__).parent.parent / "fixtures"  # the labelled corpus copies
 SERVER_COMMAND = [sys.executable, "-m", "vllm_log_lsp.lsp"]
 #: pytest-lsp capability profiles: VS Code (UTF-16, documentChanges) and Neovim 0.11 (UTF-8).
 CLIENTS = ("visual-studio-code", "neovim@v0.11.0")
@@ -92,8 +93,16 @@ def units(text: str, encoding: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
+def fixture_path(name: str) -> Path:
+    """`crash-NNN.log` / `healthy-NNN.log` are the shared corpus fixtures; the rest are ours."""
+    kind, _, corpus_name = name.partition("-")
+    if kind in ("crash", "healthy") and corpus_name[:3].isdigit():
+        return SHARED_FIXTURES / kind / corpus_name
+    return FIXTURES / name
+
+
 def fixture_text(name: str) -> str:
-    return (FIXTURES / name).read_text(encoding="utf-8", errors="replace")
+    return fixture_path(name).read_text(encoding="utf-8", errors="replace")
 
 
 _counter = 0

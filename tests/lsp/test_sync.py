@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from .conftest import FIXTURES, close, doc, fixture_text, fresh_uri, open_log, pos, wait_published
+from .conftest import close, doc, fixture_path, fixture_text, fresh_uri, open_log, pos, wait_published
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -88,7 +88,7 @@ async def test_edit_in_the_middle_and_full_replacement(client):
 
 async def test_analyze_file_command_on_an_unopened_file(client, tmp_path: Path):
     path = tmp_path / "big-server.log"
-    shutil.copy(FIXTURES / "crash-038.log", path)
+    shutil.copy(fixture_path("crash-038.log"), path)
     summary = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="vllmLog.analyzeFile", arguments=[str(path)])
     )
