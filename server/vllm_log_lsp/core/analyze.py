@@ -19,16 +19,17 @@ from .context import read_context
 from .incidents import LATE_WINDOW, Incident, choose_root, group_incidents, run_lines, symptom_as_root
 from .model import Analysis, Finding, Precursor, RunSegment
 from .scan import Scan, scan_lines, truncate_scan
-from .text import LogIndex
+from .text import LogIndex, Text
 
 __all__ = ["Analyzer", "analyze", "classify"]
 
 
 def analyze(
-    text: str | bytes, catalog: Catalog | None = None, warnings: tuple[str, ...] = (), path: str | None = None
+    text: Text, catalog: Catalog | None = None, warnings: tuple[str, ...] = (), path: str | None = None
 ) -> Analysis:
-    """Analyse a whole log: a str, or the raw UTF-8 bytes of a file (see `inspect_log_bytes`;
-    `path` names that file so the pre-filter can read it directly). Never raises on any input."""
+    """Analyse a whole log: a str, or the raw UTF-8 bytes of a file, read or mapped (see
+    `inspect_log_bytes`; `path` names that file so the pre-filter can read it directly). Never
+    raises on any input."""
     return Analyzer(catalog).analyze(text, warnings, path)
 
 
@@ -43,12 +44,12 @@ class Analyzer:
 
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or catalog_mod.builtin_catalog()
-        self._text: str | None = None
+        self._text: Text | None = None
         self._scan: Scan | None = None
         self._index: LogIndex | None = None
         self.reused_offset = 0  # how much of the text the last call did not scan again
 
-    def analyze(self, text: str | bytes, warnings: tuple[str, ...] = (), path: str | None = None) -> Analysis:
+    def analyze(self, text: Text, warnings: tuple[str, ...] = (), path: str | None = None) -> Analysis:
         index = LogIndex(text, path)
         scan, start = self._reusable_scan(text, index)
         self.reused_offset = start
@@ -56,7 +57,7 @@ class Analyzer:
         self._text, self._scan, self._index = text, scan, index
         return _analysis(index, self.catalog, scan, warnings)
 
-    def _reusable_scan(self, text: str | bytes, index: LogIndex) -> tuple[Scan | None, int]:
+    def _reusable_scan(self, text: Text, index: LogIndex) -> tuple[Scan | None, int]:
         old, scan, old_index = self._text, self._scan, self._index
         if old is None or scan is None or old_index is None:
             return None, 0
@@ -87,7 +88,6 @@ def _analysis(index: LogIndex, catalog: Catalog, scan: Scan, warnings: tuple[str
     return Analysis(
         findings=tuple(findings),
         precursors=tuple(precursors),
-        phases=(),
         runs=tuple(runs.values()),
         line_count=index.line_of(len(index)) + 1,
         warnings=warnings + _encoding_warnings(index),

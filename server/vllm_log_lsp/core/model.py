@@ -275,7 +275,6 @@ class Analysis:
 
     findings: tuple[Finding, ...]
     precursors: tuple[Precursor, ...]
-    phases: tuple[PhaseMark, ...]
     runs: tuple[RunSegment, ...]
     line_count: int
     warnings: tuple[str, ...] = ()  # problems with the input itself (binary data, huge lines)

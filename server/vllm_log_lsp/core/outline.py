@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from .catalog import Catalog, builtin_catalog
 from .lines import parse_line
 from .model import PHASE_TITLES, Analysis, Finding, PhaseMark
-from .text import LogIndex
+from .text import LogIndex, Text
 
 # Start-up markers live in the first part of a run; shutdown markers in the last part.
 _STARTUP_SPAN = 32_000_000
@@ -42,7 +42,7 @@ def run_boundaries(run_starts: tuple[int, ...] | list[int], line_count: int) -> 
     return list(zip(starts, ends, strict=True))
 
 
-def build_outline(text: str | bytes, analysis: Analysis, catalog: Catalog | None = None) -> list[RunOutline]:
+def build_outline(text: Text, analysis: Analysis, catalog: Catalog | None = None) -> list[RunOutline]:
     """The timeline of every run in `text` (as analysed by `analysis`)."""
     catalog = catalog or builtin_catalog()
     index = LogIndex(text)

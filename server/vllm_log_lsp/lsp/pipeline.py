@@ -57,7 +57,7 @@ def compute(
             f"vllmLog.maxFileSizeMB limit of {settings.max_file_size_mb:g} MB. Raise the limit, or "
             "run `vllm-log-lsp analyze FILE`."
         )
-        empty = Analysis(findings=(), precursors=(), phases=(), runs=(), line_count=0)
+        empty = Analysis(findings=(), precursors=(), runs=(), line_count=0)
         return AnalysisResult(version, index, empty, settings, skipped_reason=reason)
     analysis = analyzer.analyze(text, warnings or input_warnings(text))
     # Build the line table here, off the event loop; a growing log extends the previous one.
