@@ -288,10 +288,9 @@ class Analysis:
 
 @dataclass(frozen=True)
 class RunSegment:
-    """One start of vLLM in the log (a log with restarts has several)."""
+    """One start of vLLM that died, with what its start-up lines say (see `outline` for phases)."""
 
     start_line: int
     end_line: int
     stream: str
     context: RunContext
-    phases: tuple[PhaseMark, ...] = ()
