@@ -33,6 +33,7 @@ const OWN_COMMANDS = new Set([
     'vllmLog.analyzeFile',
     'vllmLog.goToRootCause',
     'vllmLog.showOutput',
+    'vllmLog.copyFixedCommand',
 ]);
 
 const LANGUAGES = ['vllm-log', 'log', 'plaintext'];
@@ -53,6 +54,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         vscode.commands.registerCommand('vllmLog.showOutput', () => output.show(true)),
         vscode.commands.registerCommand('vllmLog.analyzeFile', (uri?: vscode.Uri) => analyzeFile(uri)),
         vscode.commands.registerCommand('vllmLog.goToRootCause', (...args: unknown[]) => goToRootCause(args)),
+        vscode.commands.registerCommand('vllmLog.copyFixedCommand', (...args: unknown[]) => copyFixedCommand(args)),
         vscode.workspace.onDidChangeConfiguration((e) => onConfigurationChanged(e)),
         vscode.workspace.onDidGrantWorkspaceTrust(() => restart('workspace trusted')),
     );
@@ -359,6 +361,29 @@ async function analyzeFile(uri?: vscode.Uri): Promise<void> {
         await vscode.commands.executeCommand('workbench.actions.view.problems');
     } else if (choice === 'Open Log') {
         await vscode.commands.executeCommand('vscode.open', target);
+    }
+}
+
+/**
+ * The "Copy the fixed launch command" quick fix (offered when the workspace has no launch script): the
+ * server rebuilds the command from the log's own args with the fix applied; put it on the clipboard.
+ */
+async function copyFixedCommand(args: unknown[]): Promise<void> {
+    const c = await runningClient();
+    if (!c) {
+        return;
+    }
+    try {
+        const command = await c.sendRequest(ExecuteCommandRequest.type, {
+            command: 'vllmLog.copyFixedCommand',
+            arguments: args,
+        });
+        if (typeof command === 'string' && command) {
+            await vscode.env.clipboard.writeText(command);
+            void vscode.window.showInformationMessage(`vLLM Log: copied the fixed launch command: ${command}`);
+        }
+    } catch (e) {
+        output.warn(`copyFixedCommand failed: ${String(e)}`);
     }
 }
 
