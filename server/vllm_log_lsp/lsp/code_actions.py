@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -76,6 +78,8 @@ MAX_EXPLAINED = 3
 #: Without file watchers, a folder's discovery is redone when older than this.
 STALE_AFTER_S = 30.0
 SEARCHING = "_searching launch scripts…_"
+#: How long a hover waits for its fix previews before answering without them.
+PREVIEW_WAIT_S = 0.5
 #: What the file watchers report (the formats `launch.formats.file_kind` recognises by name).
 WATCHED_GLOBS = (
     "**/*.{sh,bash,zsh,ksh,py,yaml,yml,md,markdown,txt,rst,adoc,mk,service,conf}",
@@ -322,6 +326,7 @@ class LaunchScripts:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vllm-log-launch")
         self._entries: dict[tuple[str, DiscoveryOptions], _Entry] = {}
         self.watching = False
+        self.plans = PlanCache()
 
     def _entry(self, root: str, options: DiscoveryOptions) -> _Entry:
         key = (root, options)
@@ -434,6 +439,47 @@ def _findings_in_request(
     return out
 
 
+class PlanCache:
+    """Fix plans already computed, keyed by everything they depend on.
+
+    Editors ask for code actions on every cursor move and each plan applies every fix to every
+    candidate script (and re-parses the result), so identical requests must not recompute them:
+    a queue of them would also delay the hover, which shares the worker thread.
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self._items: OrderedDict[tuple, tuple[list[FixPlan], tuple]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._size = size
+
+    @staticmethod
+    def key(
+        finding: Finding,
+        discoveries: Sequence[Discovery],
+        open_scripts: Mapping[str, OpenScript],
+        options: DiscoveryOptions,
+        max_candidates: int,
+    ) -> tuple:
+        # Discoveries are immutable results replaced on invalidation: their identity is their
+        # version (the cache entry keeps them alive, so an id cannot be reused meanwhile).
+        scripts = tuple(sorted((path, s.version, hash(s.text)) for path, s in open_scripts.items()))
+        return (id(finding), tuple(id(d) for d in discoveries), scripts, options, max_candidates)
+
+    def get(self, key: tuple) -> list[FixPlan] | None:
+        with self._lock:
+            entry = self._items.get(key)
+            if entry is None:
+                return None
+            self._items.move_to_end(key)
+            return entry[0]
+
+    def put(self, key: tuple, plans: list[FixPlan], keep_alive: tuple) -> None:
+        with self._lock:
+            self._items[key] = (plans, keep_alive)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
 def _plans_for(
     findings: Sequence[Finding],
     discoveries: Sequence[Discovery],
@@ -441,10 +487,19 @@ def _plans_for(
     roots: Sequence[str],
     options: DiscoveryOptions,
     max_candidates: int,
+    cache: PlanCache | None = None,
 ) -> list[list[FixPlan]]:
-    """Worker-thread part: one plan list per finding."""
-    invocations, skipped = collect_invocations(discoveries, open_scripts, roots, options)
-    return [plan_fixes(f, invocations, skipped, open_scripts, max_candidates) for f in findings]
+    """Worker-thread part: one plan list per finding (from the cache when nothing changed)."""
+    keys = [PlanCache.key(f, discoveries, open_scripts, options, max_candidates) for f in findings]
+    plans: list[list[FixPlan] | None] = [cache.get(k) if cache else None for k in keys]
+    if any(p is None for p in plans):
+        invocations, skipped = collect_invocations(discoveries, open_scripts, roots, options)
+        for i, finding in enumerate(findings):
+            if plans[i] is None:
+                plans[i] = plan_fixes(finding, invocations, skipped, open_scripts, max_candidates)
+                if cache is not None:
+                    cache.put(keys[i], plans[i], (finding, tuple(discoveries)))
+    return [p or [] for p in plans]
 
 
 async def fix_previews(server: VllmLogServer, uri: str, finding: Finding) -> dict[int, str]:
@@ -463,9 +518,14 @@ async def fix_previews(server: VllmLogServer, uri: str, finding: Finding) -> dic
         return {i: SEARCHING for i, fx in enumerate(finding.fixes) if fx.ops}
     open_scripts = _open_scripts(server)
     loop = asyncio.get_running_loop()
-    (plans,) = await loop.run_in_executor(
-        scripts.executor, _plans_for, [finding], discoveries, open_scripts, roots, options, 1
+    job = loop.run_in_executor(
+        scripts.executor, _plans_for, [finding], discoveries, open_scripts, roots, options, 1, scripts.plans
     )
+    try:
+        # A hover must answer promptly: if the worker is busy, say so (the plans land in the cache).
+        (plans,) = await asyncio.wait_for(job, PREVIEW_WAIT_S)
+    except asyncio.TimeoutError:
+        return {i: SEARCHING for i, fx in enumerate(finding.fixes) if fx.ops}
     previews: dict[int, str] = {}
     for plan in plans:
         previews.setdefault(plan.fix_index, plan.preview)
@@ -499,7 +559,15 @@ def register(server: VllmLogServer) -> None:
         findings = [finding for finding, _ in requested]
         loop = asyncio.get_running_loop()
         all_plans = await loop.run_in_executor(
-            scripts.executor, _plans_for, findings, discoveries, open_scripts, roots, options, MAX_CANDIDATES
+            scripts.executor,
+            _plans_for,
+            findings,
+            discoveries,
+            open_scripts,
+            roots,
+            options,
+            MAX_CANDIDATES,
+            scripts.plans,
         )
         support = _support(server)
         return [

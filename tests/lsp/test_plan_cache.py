@@ -1,0 +1,41 @@
+"""Fix plans are computed once per (finding, discoveries, open scripts): editors ask on every move."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vllm_log_lsp.core.analyze import analyze
+from vllm_log_lsp.launch import DiscoveryOptions, discover
+from vllm_log_lsp.lsp import code_actions
+from vllm_log_lsp.lsp.code_actions import OpenScript, PlanCache, _plans_for
+
+LOG = Path(__file__).parent.parent / "fixtures" / "crash" / "007.log"
+
+
+def test_identical_requests_reuse_the_plans(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "serve.sh").write_text("vllm serve m --max-num-seqs 1024\n")
+    [finding] = analyze(LOG.read_text(encoding="utf-8")).findings
+    options = DiscoveryOptions()
+    discoveries = [discover([str(tmp_path)], options)]
+    calls = []
+    real = code_actions.plan_fixes
+    monkeypatch.setattr(code_actions, "plan_fixes", lambda *a, **k: calls.append(1) or real(*a, **k))
+    cache = PlanCache()
+    args = ([finding], discoveries, {}, [str(tmp_path)], options, 5, cache)
+    first = _plans_for(*args)
+    again = _plans_for(*args)
+    assert again == first and first[0] and len(calls) == 1
+    # An edited open script, or a new discovery, is a different question.
+    edited = {
+        str(tmp_path / "serve.sh"): OpenScript("file:///serve.sh", 2, "vllm serve m --max-num-seqs 8\n")
+    }
+    _plans_for([finding], discoveries, edited, [str(tmp_path)], options, 5, cache)
+    _plans_for([finding], [discover([str(tmp_path)], options)], {}, [str(tmp_path)], options, 5, cache)
+    assert len(calls) == 3
+
+
+def test_the_cache_is_bounded() -> None:
+    cache = PlanCache(size=2)
+    for i in range(3):
+        cache.put((i,), [], ())
+    assert cache.get((0,)) is None and cache.get((2,)) == []
