@@ -289,9 +289,47 @@ def _interpreter() -> list[str]:
 
 @pytest.fixture(scope="module")
 def vscode_run(tmp_path_factory):
-    """Runs the whole user session once; the tests below each check one part of what it saw."""
+    """Runs the whole user session; the tests below each check one part of what it saw.
+
+    A real editor on a loaded 2-core machine sometimes misses a beat (a hover that has not filled
+    in yet, a click before the view settled): a session that looks incomplete is run once more,
+    and the tests judge the second one.
+    """
     if not CODE_SERVER.exists() or not CHROMIUM.exists() or shutil.which("node") is None:
         unavailable("code-server, chromium or node is missing", INSTALLER)
+    result = _run_session(tmp_path_factory)
+    if _looks_incomplete(result):
+        retried = _run_session(tmp_path_factory)
+        retried["firstAttempt"] = {k: result.get(k) for k in ("errors", "hover", "returncode")}
+        result = retried
+    assert result["returncode"] == 0, result["nodeOutput"]
+    return result
+
+
+def _looks_incomplete(result: dict) -> bool:
+    """Whether a session missed something the tests below check (then it is run again)."""
+    if result["returncode"] or result.get("errors"):
+        return True
+    root_rows = [_row_line(r) for r in _diagnostic_rows(result.get("markers") or [])]
+    seen = {
+        "language mode": result.get("languageMode") == "vLLM Log",
+        "root cause in Problems": LOG_ROOT_CAUSE_LINE in root_rows,
+        "server hover": "Root cause" in (result.get("hover") or ""),
+        "definition": (result.get("definition") or {}).get("line") == LOG_ROOT_CAUSE_LINE,
+        "go to root cause": (result.get("goToRootCause") or {}).get("line") == LOG_ROOT_CAUSE_LINE,
+        "code lens": (result.get("codeLensCursor") or {}).get("line") == LOG_ROOT_CAUSE_LINE,
+        "quick fix": bool(result.get("quickFixApplied")),
+        "log-language file": bool(result.get("plainLogMarkers")),
+        "analyze from disk": DISK_LOG in (result.get("analyzeFileToast") or ""),
+        "missing python": "needs Python" in (result.get("missingPythonToast") or ""),
+    }
+    missing = [name for name, ok in seen.items() if not ok]
+    if missing:
+        print(f"VS Code session incomplete ({', '.join(missing)}): running it once more")
+    return bool(missing)
+
+
+def _run_session(tmp_path_factory) -> dict:
     vsix = _vsix()
     tmp = tmp_path_factory.mktemp("vscode-e2e")
     home, user_data, extensions = tmp / "home", tmp / "user-data", tmp / "extensions"
@@ -437,7 +475,6 @@ def vscode_run(tmp_path_factory):
     result["seconds"] = time.monotonic() - t0
     result["workspace"] = str(workspace)
     (ARTIFACTS / "vscode-e2e.json").write_text(json.dumps(result, indent=2))
-    assert run.returncode == 0, result["nodeOutput"]
     return result
 
 

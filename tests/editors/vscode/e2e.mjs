@@ -172,22 +172,29 @@ try {
 
     await step('hover on root cause', async () => {
         await goTo(cfg.log.rootCauseLine, cfg.log.rootCauseColumn);
-        await page.keyboard.press('Control+K');
-        await page.keyboard.press('Control+I');
         const hover = page.locator('.monaco-hover:not(.hidden) .monaco-hover-content, .monaco-resizable-hover .monaco-hover-content').first();
-        // The hover fills in as its providers answer (markers at once; the server's part, code actions
-        // "Checking for quick fixes..."): wait until it has stopped changing for a second.
+        // A hover the mouse opened earlier (before the analysis was published) may still be up at this
+        // place; Show Hover would only re-show it. Close it and ask again, as a user would.
         let last = '';
-        let stableSince = Date.now();
-        result.hover = await poll(async () => {
-            const txt = (await hover.innerText()).trim();
-            if (txt !== last) {
-                last = txt;
-                stableSince = Date.now();
-            }
-            const busy = /Loading\.\.\.|Checking for quick fixes/.test(txt);
-            return txt && !busy && Date.now() - stableSince >= 1000 ? txt : undefined;
-        }, 10000, 100);
+        for (let attempt = 0; attempt < 3 && !/Root cause/.test(last); attempt++) {
+            await page.keyboard.press('Escape');
+            await page.mouse.move(5, 5);
+            await sleep(300);
+            await page.keyboard.press('Control+K');
+            await page.keyboard.press('Control+I');
+            // The hover fills in as its providers answer (markers at once; the server's part, code actions
+            // "Checking for quick fixes..."): wait until it has stopped changing for a second.
+            let stableSince = Date.now();
+            result.hover = await poll(async () => {
+                const txt = (await hover.innerText()).trim();
+                if (txt !== last) {
+                    last = txt;
+                    stableSince = Date.now();
+                }
+                const busy = /Loading\.\.\.|Checking for quick fixes/.test(txt);
+                return txt && !busy && Date.now() - stableSince >= 1000 ? txt : undefined;
+            }, 15000, 100);
+        }
         result.hover = result.hover || last;
         await page.screenshot({ path: `${cfg.artifacts}/vscode-hover.png` });
         await page.keyboard.press('Escape');
