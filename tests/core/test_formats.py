@@ -81,6 +81,16 @@ TRANSFORMS: dict[str, Callable[[str], str]] = {
     "markdown-quote": per_line(lambda line: "> " + line),
     "cri-in-markdown": per_line(lambda line: "> 2025-10-03T21:22:46.6703347Z stderr F " + line),
     "vllm-logging-prefix": per_line(user_prefix),
+    "powershell-docker": per_line(lambda line: "docker : " + line),
+    "grep-n": lambda text: "\n".join(
+        f"{i + 5200}:{line}" if line else line for i, line in enumerate(text.split("\n"))
+    ),
+    "search-results": lambda text: "\n".join(
+        f"Line {i + 1}: {line}" if line else line for i, line in enumerate(text.split("\n"))
+    ),
+    "ocr-bracket": lambda text: text.replace(
+        "ERROR 10-03 21:22:46 [multiproc_executor.py:671]", "ERROR 10-03 21:22:46 (multiproc_executor.py:671]"
+    ),
     "v0.31-raw-tracebacks": v031_raw_tracebacks,
     "ray-nested-prefix": ray_workers,
     "path-style-sources": path_sources,

@@ -3,11 +3,13 @@
 Formats handled (see the project README for examples):
 - outer prefixes added by runtimes and collectors, in any nesting: markdown `> `, Kubernetes/CRI
   `<RFC3339> stderr F `, `docker logs -t` timestamps, Docker Desktop `YYYY-MM-DD HH:MM:SS.mmm | `,
-  docker compose / podman-compose `svc  | `, journalctl `Mon DD HH:MM:SS host unit[pid]: `;
+  docker compose / podman-compose `svc  | `, journalctl `Mon DD HH:MM:SS host unit[pid]: `,
+  PowerShell's `docker : `, and `grep -n` / editor search results (`5223:` / `Line 122: `);
 - process prefixes `(EngineCore_DP0 pid=1)`, `(VllmWorker rank=1 pid=2)`, Ray's
   `(RayWorkerWrapper pid=2, ip=10.0.0.1)`, `(raylet)`, nested ones, torch's `[rank0]: `;
 - vLLM's logger header in every generation: `LEVEL MM-DD HH:MM:SS file.py:N]`,
-  `[file.py:N]`, `[v1/engine/core.py:N]`, `[a/.../b.py:N]`, after an optional user prefix;
+  `[file.py:N]`, `[v1/engine/core.py:N]`, `[a/.../b.py:N]` (and OCR's `(file.py:N]`), after an
+  optional user prefix;
 - uvicorn's `INFO:     `, Python logging `2025-06-20 20:02:20,931 - name - LEVEL - `, Ray's
   `2026-01-31 14:20:59,483\tINFO file.py:N -- `.
 A line that matches none of these is kept whole as its own message.
@@ -28,6 +30,8 @@ _OUTER = re.compile(
   | (?P<desktop>\d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d\.\d{3}[ ]\|[ ])
   | (?P<compose>(?P<service>\[?[A-Za-z0-9][\w.-]*\]?)[ ]+\|[ ]?)
   | (?P<journal>[A-Z][a-z]{2}[ ][ \d]\d[ ]\d\d:\d\d:\d\d[ ]\S+[ ](?P<unit>[\w.@-]+)(?:\[\d+\])?:[ ])
+  | (?P<powershell>docker[ ]:[ ])
+  | (?P<grepn>Line[ ]\d+:[ ]|\d{1,8}:(?=\(|[A-Z]{4,}|Traceback|[ ]))
     """,
     re.VERBOSE,
 )
@@ -46,7 +50,7 @@ _VLLM_HEADER = re.compile(
     r"""
     (?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)[ ]
     (?P<date>\d\d-\d\d[ ]\d\d:\d\d:\d\d)(?:\.\d+)?[ ]
-    \[?(?P<source>[\w.\-]+(?:/[\w.\-]+)*\.py:\d+)\][ ]?
+    [\[(]?(?P<source>[\w.\-]+(?:/[\w.\-]+)*\.py:\d+)\][ ]?
     """,
     re.VERBOSE,
 )
