@@ -236,3 +236,39 @@ def test_healthy_serving_log_has_nothing() -> None:
     line = "(APIServer pid=1) INFO 11-01 09:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 5.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.0%\n"
     analysis = analyze(line * 1000)
     assert analysis.findings == () and analysis.precursors == ()
+
+
+def test_a_request_error_in_the_api_server_is_not_the_engines_death() -> None:
+    text = log(
+        """
+        (APIServer pid=1) ERROR 08-01 21:35:00 [serving_chat.py:223] Error in preprocessing prompt inputs
+        (APIServer pid=1) ERROR 08-01 21:35:00 [serving_chat.py:223] Traceback (most recent call last):
+        (APIServer pid=1) ERROR 08-01 21:35:00 [serving_chat.py:223]   File "/vllm/entrypoints/openai/serving_chat.py", line 200, in create_chat_completion
+        (APIServer pid=1) ERROR 08-01 21:35:00 [serving_chat.py:223]     request_prompts = await self._preprocess_chat(
+        (APIServer pid=1) ERROR 08-01 21:35:00 [serving_chat.py:223] ValueError: This model's maximum context length is 4096 tokens.
+        (EngineCore_DP0 pid=2) ERROR 08-01 21:35:01 [core.py:710] EngineCore encountered a fatal error.
+        (EngineCore_DP0 pid=2) ERROR 08-01 21:35:01 [core.py:710] Traceback (most recent call last):
+        (EngineCore_DP0 pid=2) ERROR 08-01 21:35:01 [core.py:710]   File "/vllm/v1/worker/gpu_model_runner.py", line 99, in execute_model
+        (EngineCore_DP0 pid=2) ERROR 08-01 21:35:01 [core.py:710]     return fn()
+        (EngineCore_DP0 pid=2) ERROR 08-01 21:35:01 [core.py:710] torch.AcceleratorError: CUDA error: an illegal memory access was encountered
+        (APIServer pid=1) ERROR 08-01 21:35:01 [async_llm.py:480] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.
+        """
+    )
+    assert roots(text) == [
+        (10, "torch.AcceleratorError: CUDA error: an illegal memory access was encountered")
+    ]
+
+
+def test_the_api_server_can_be_the_one_that_died() -> None:
+    text = log(
+        """
+        (APIServer pid=1) INFO 06-20 20:03:41 [api_server.py:1287] vLLM API server version 0.10.2
+        Traceback (most recent call last):
+          File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main
+            return _run_code(code, main_globals, None,
+          File "/vllm/entrypoints/openai/api_server.py", line 1263, in create_server_socket
+            sock.bind(addr)
+        OSError: [Errno 98] Address already in use
+        """
+    )
+    assert roots(text) == [(7, "OSError: [Errno 98] Address already in use")]

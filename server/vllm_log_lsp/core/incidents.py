@@ -188,12 +188,33 @@ def choose_root(
             chosen = [c for c in group if c.tier == tier]
             if tier == 0 and group is after:
                 chosen = [c for c in chosen if c.event.kind == "fault"]
+            chosen = _engine_side(chosen)
             if chosen:
                 return min(chosen, key=lambda c: (c.event.line, c.event.chain_index))
     signals = [c for c in before + after if c.tier == 2]
     if signals:
         return min(signals, key=lambda c: c.event.line)
     return None
+
+
+# Process names of the engine side (EngineCore, its workers, Ray's actors); the API server's own
+# errors are usually one request's (a bad prompt), which does not kill the engine.
+_ENGINE_PROCESSES = ("EngineCore", "Worker", "VllmWorker", "RayWorker", "Ray", "MainProcess")
+_SERVER_PROCESSES = ("APIServer", "ApiServer")
+
+
+def _engine_side(candidates: list[Candidate]) -> list[Candidate]:
+    """When the engine side printed exceptions, the API server's earlier ones are not the cause."""
+
+    def role(cand: Candidate) -> str:
+        process = cand.event.process or ""
+        if process.startswith(_SERVER_PROCESSES):
+            return "server"
+        return "engine" if process.startswith(_ENGINE_PROCESSES) else "unknown"
+
+    if any(role(c) == "engine" for c in candidates):
+        return [c for c in candidates if role(c) != "server"]
+    return candidates
 
 
 def _death_end(scan: Scan, incident: Incident) -> int:
