@@ -552,14 +552,11 @@ def outer_prefix_rules(after: list[dict]) -> list[dict]:
     ]
 
 
-def process_prefix_rules(after: list[dict]) -> list[dict]:
-    """Process prefixes: vLLM's (name pid=N), Ray's (Actor pid=N, ip=A), (raylet), [rank0]:."""
+def process_prefix(rx: Rx) -> Rx:
+    """`(Name pid=N)` / `(Actor pid=N, ip=A)` with its parts scoped: shared by both grammars."""
     pp = S["process-punct"]
-    return [
-        Rx()
-        .raw(A)
-        .ansi()
-        .cap(r"\(", pp)
+    return (
+        rx.cap(r"\(", pp)
         .cap(r"[A-Za-z_][\w.-]*+(?: (?!pid=)[\w.=-]++)*+", S["process-name"])
         .raw(" ")
         .cap("pid", S["process-key"])
@@ -573,6 +570,14 @@ def process_prefix_rules(after: list[dict]) -> list[dict]:
         .cap(r"[\w.:-]+", S["process-ip"])
         .raw(")?")
         .cap(r"\)", pp)
+    )
+
+
+def process_prefix_rules(after: list[dict]) -> list[dict]:
+    """Process prefixes: vLLM's (name pid=N), Ray's (Actor pid=N, ip=A), (raylet), [rank0]:."""
+    pp = S["process-punct"]
+    return [
+        process_prefix(Rx().raw(A).ansi())
         .ansi()
         .raw(" ?")
         .begin(
@@ -842,24 +847,9 @@ def injection_grammar() -> dict:
         "lifecycle",
         "stats",
     ]
-    pp = S["process-punct"]
     sp = S["source-punct"]
     repo["process-prefix"] = (
-        Rx()
-        .cap(r"\(", pp)
-        .cap(r"[A-Za-z_][\w.-]*+(?: (?!pid=)[\w.=-]++)*+", S["process-name"])
-        .raw(" ")
-        .cap("pid", S["process-key"])
-        .cap("=", pp)
-        .cap(r"\d+", S["process-pid"])
-        .raw("(?:")
-        .cap(",", pp)
-        .raw(" ")
-        .cap("ip", S["process-key"])
-        .cap("=", pp)
-        .cap(r"[\w.:-]+", S["process-ip"])
-        .raw(")?")
-        .cap(r"\)", pp)
+        process_prefix(Rx())
         .match("process prefix: (EngineCore_DP0 pid=1), (RayWorkerWrapper pid=3, ip=10.0.0.1)")
     )
     repo["source"] = (
