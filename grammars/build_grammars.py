@@ -459,11 +459,7 @@ def outer_prefix_rules(after: list[dict]) -> list[dict]:
     """Runtime/collector prefixes: markdown, journalctl, CRI, Docker Desktop, compose, grep."""
     rp = S["runtime-punct"]
     return [
-        Rx()
-        .raw(A)
-        .cap(">", S["quote"])
-        .raw(" ?")
-        .begin(after, "markdown blockquote: > "),
+        Rx().raw(A).cap(">", S["quote"]).raw(" ?").begin(after, "markdown blockquote: > "),
         Rx()
         .raw(A)
         .cap(r"\d{4}-\d{2}-\d{2}T" + TIME + r"(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})", S["timestamp"])
@@ -723,9 +719,7 @@ def main_grammar() -> dict:
     gloo = Rx().raw(A).cap(r"\[", sp).cap("Gloo", S["tag"]).cap(r"\]", sp).raw(" ?")
     repo["headers"] = {
         "patterns": [
-            vllm_header.begin(
-                after_header, "vLLM logger: LEVEL MM-DD HH:MM:SS [file.py:N] (V0: file.py:N])"
-            ),
+            vllm_header.begin(after_header, "vLLM logger: LEVEL MM-DD HH:MM:SS [file.py:N] (V0: file.py:N])"),
             uvicorn.begin(inc("http-access", "message"), "uvicorn: INFO:     "),
             glog.begin(after_header, "torch c10 / glog / absl: [W303 19:38:29.33 file.cpp:1538]"),
             ray_logger.begin(after_header, "Ray logger: 2026-01-31 14:20:59,483<TAB>INFO w.py:1 -- "),
@@ -848,9 +842,8 @@ def injection_grammar() -> dict:
         "stats",
     ]
     sp = S["source-punct"]
-    repo["process-prefix"] = (
-        process_prefix(Rx())
-        .match("process prefix: (EngineCore_DP0 pid=1), (RayWorkerWrapper pid=3, ip=10.0.0.1)")
+    repo["process-prefix"] = process_prefix(Rx()).match(
+        "process prefix: (EngineCore_DP0 pid=1), (RayWorkerWrapper pid=3, ip=10.0.0.1)"
     )
     repo["source"] = (
         Rx()
@@ -865,11 +858,7 @@ def injection_grammar() -> dict:
     )
     repo["traceback-extra"] = {
         "patterns": [
-            Rx()
-            .raw(r"(?:^|(?<=\s))")
-            .cap(r"[~^]++", S["caret"])
-            .raw(r"(?=\s*$)")
-            .match("caret line"),
+            Rx().raw(r"(?:^|(?<=\s))").cap(r"[~^]++", S["caret"]).raw(r"(?=\s*$)").match("caret line"),
             Rx().cap(r"\.\.\.<\d+ lines?>\.\.\.", S["elided"]).match("elided source"),
             Rx()
             .raw(r"(?:^|(?<=\s))")

@@ -10,7 +10,7 @@ done
 # shellcheck disable=SC1091
 . .venv/bin/activate
 echo "==> ruff"
-ruff check server tests benchmarks
-ruff format --check server tests benchmarks
+ruff check server tests benchmarks grammars
+ruff format --check server tests benchmarks grammars
 echo "==> pytest"
 exec python -m pytest "$@"
