@@ -78,3 +78,17 @@ def test_resolve_op_needs_a_value() -> None:
     env = resolve_op(FixOp("set_env", "CUDA_LAUNCH_BLOCKING", ValueSpec(literal="1")), {}, None)
     assert env is not None and env.spelling == "CUDA_LAUNCH_BLOCKING=1"
     assert FixOp("add_flag", "--enforce-eager").kwarg == "enforce_eager"
+
+
+def test_builtin_rule_files_load_lazily_and_cleanly() -> None:
+    from vllm_log_lsp.core.catalog import MARKERS_FILE, _builtin_files, build_catalog
+
+    catalog = build_catalog(_builtin_files(), [])
+    assert catalog.markers_of("symptom")  # markers are there at once
+    first = next(catalog.iter_rules())
+    assert first.id and catalog._pending  # only the first rule file was read
+    ids = [r.id for r in catalog.rules]
+    assert not catalog._pending and catalog.errors == []
+    assert ids[-1] == "unrecognized" and len(ids) == len(set(ids))
+    assert [r.id for r in catalog.iter_rules()] == ids
+    assert MARKERS_FILE == "markers.toml"

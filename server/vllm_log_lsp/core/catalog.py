@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import re as stdlib_re
 import sys
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,15 +156,52 @@ class Rule:
 
 @dataclass
 class Catalog:
-    rules: list[Rule] = field(default_factory=list)
+    """Rules in priority order (user files first) and the scanner's markers.
+
+    Built-in rule files are parsed when a rule is first needed, one file at a time in priority
+    order: classifying a crash usually stops in the first files, and a healthy log needs none.
+    """
+
     markers: dict[str, list[Marker]] = field(default_factory=dict)
     errors: list[CatalogError] = field(default_factory=list)
+    _rules: list[Rule] = field(default_factory=list)
+    _pending: list[tuple[str, str]] = field(default_factory=list)  # built-in rule files not parsed yet
+    # The language server classifies in several threads; files must be added in priority order.
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def rules(self) -> list[Rule]:
+        """Every rule (parses the remaining built-in files)."""
+        while self._pending:
+            self._parse_next()
+        return self._rules
+
+    def iter_rules(self) -> Iterator[Rule]:
+        """Rules in priority order, parsing built-in files only as far as the caller reads."""
+        index = 0
+        while True:
+            while index < len(self._rules):
+                yield self._rules[index]
+                index += 1
+            if not self._pending:
+                return
+            self._parse_next()
+
+    def _parse_next(self) -> None:
+        with self._lock:
+            if not self._pending:
+                return  # another thread parsed the last file meanwhile
+            where, text = self._pending[0]
+            rules, _, errors = load_rule_text(text, where)
+            self._rules.extend(rules)
+            self.errors.extend(errors)
+            del self._pending[0]
 
     def markers_of(self, kind: str) -> list[Marker]:
         return self.markers.get(kind, [])
 
     def rule(self, rule_id: str) -> Rule | None:
-        return next((r for r in self.rules if r.id == rule_id), None)
+        return next((r for r in self.iter_rules() if r.id == rule_id), None)
 
     @property
     def literals(self) -> list[str]:
@@ -391,6 +429,9 @@ def load_rule_text(
     return rules, markers, errors
 
 
+#: The built-in file that holds the scanner's markers (the others hold only rules).
+MARKERS_FILE = "markers.toml"
+
 # The catalog ships as files next to the package (also in the VS Code bundle); a plain path is
 # enough, and importlib.resources would cost the CLI's start-up a noticeable share.
 CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalog"
@@ -420,14 +461,16 @@ def build_catalog(builtin: Iterable[tuple[str, str]], user: Iterable[tuple[str, 
         rules, _, errors = load_rule_text(text, where, user=True)
         user_rules.extend(rules)
         catalog.errors.extend(errors)
-    builtin_rules: list[Rule] = []
+    catalog._rules = user_rules
     for where, text in builtin:
+        if not where.endswith(MARKERS_FILE):
+            catalog._pending.append((where, text))  # parsed when a rule is needed
+            continue
         rules, markers, errors = load_rule_text(text, where)
-        builtin_rules.extend(rules)
+        catalog._rules.extend(rules)
         catalog.errors.extend(errors)
         for kind, items in markers.items():
             catalog.markers.setdefault(kind, []).extend(items)
-    catalog.rules = user_rules + builtin_rules
     return catalog
 
 

@@ -29,7 +29,7 @@ def classify(
     window_blob = "\n".join(window)
     frames_blob = "\n".join(frames + chain)
     frame_items = frames + chain
-    for rule in catalog.rules:
+    for rule in catalog.iter_rules():
         found = None
         for pattern in rule.match:
             found = pattern.search(root_text)
