@@ -81,7 +81,7 @@ def test_resolve_op_needs_a_value() -> None:
 
 
 def test_builtin_rule_files_load_lazily_and_cleanly() -> None:
-    from vllm_log_lsp.core.catalog import MARKERS_FILE, _builtin_files, build_catalog
+    from vllm_log_lsp.core.catalog import _builtin_files, build_catalog
 
     catalog = build_catalog(_builtin_files(), [])
     assert catalog.markers_of("symptom")  # markers are there at once
@@ -91,4 +91,3 @@ def test_builtin_rule_files_load_lazily_and_cleanly() -> None:
     assert not catalog._pending and catalog.errors == []
     assert ids[-1] == "unrecognized" and len(ids) == len(set(ids))
     assert [r.id for r in catalog.iter_rules()] == ids
-    assert MARKERS_FILE == "markers.toml"

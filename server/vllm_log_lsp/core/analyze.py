@@ -16,9 +16,17 @@ from . import catalog as catalog_mod
 from .catalog import Catalog
 from .classify import build_finding, classify
 from .context import read_context
-from .incidents import LATE_WINDOW, Incident, choose_root, group_incidents, run_lines, symptom_as_root
+from .incidents import (
+    LATE_WINDOW,
+    Incident,
+    choose_root,
+    group_incidents,
+    run_lines,
+    symptom_as_root,
+    unwrap_candidates,
+)
 from .model import Analysis, Finding, Precursor, RunSegment
-from .scan import Scan, scan_lines, truncate_scan
+from .scan import Candidate, Scan, scan_lines, truncate_scan
 from .text import LogIndex, Text
 
 __all__ = ["Analyzer", "analyze", "classify"]
@@ -79,8 +87,9 @@ def _analysis(index: LogIndex, catalog: Catalog, scan: Scan, warnings: tuple[str
     incidents = group_incidents(scan)
     findings: list[Finding] = []
     runs: dict[tuple[str, int], RunSegment] = {}
+    pools = unwrap_candidates(catalog, scan) if incidents else []
     for incident in incidents:
-        finding = _diagnose(index, catalog, scan, incident, runs)
+        finding = _diagnose(index, catalog, scan, incident, runs, pools)
         if finding is not None:
             findings.append(finding)
     findings = _dedupe(findings)
@@ -111,11 +120,13 @@ def _diagnose(
     scan: Scan,
     incident: Incident,
     runs: dict[tuple[str, int], RunSegment],
+    pools: list[Candidate],
 ) -> Finding | None:
     starts = run_lines(scan, incident.outer)
     run_start = starts[incident.run_index - 1] if incident.run_index > 0 else 0
     next_run = starts[incident.run_index] if incident.run_index < len(starts) else 1 << 60
-    cand = choose_root(index, catalog, scan, incident, (run_start, next_run)) or symptom_as_root(incident)
+    window = (run_start, next_run)
+    cand = choose_root(index, catalog, scan, incident, window, pools) or symptom_as_root(incident)
     event = cand.event
     root_offset = offset_of(index, scan, event.line)
     run_offset = offset_of(index, scan, run_start) if run_start else 0

@@ -203,15 +203,6 @@ class Catalog:
     def rule(self, rule_id: str) -> Rule | None:
         return next((r for r in self.iter_rules() if r.id == rule_id), None)
 
-    @property
-    def literals(self) -> list[str]:
-        """Every marker literal, for the pre-filter."""
-        seen: dict[str, None] = {}
-        for markers in self.markers.values():
-            for marker in markers:
-                seen.setdefault(marker.literal, None)
-        return list(seen)
-
 
 MARKER_KINDS = (
     "symptom",

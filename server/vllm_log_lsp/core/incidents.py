@@ -156,9 +156,20 @@ def _last_healthy(index: LogIndex, catalog: Catalog, lo: int, hi: int, outer: st
     return best
 
 
+def unwrap_candidates(catalog: Catalog, scan: Scan) -> list[Candidate]:
+    """Every candidate with wrappers recognised (once per analysis, not once per incident)."""
+    return [_unwrap(catalog, c) for c in scan.events]
+
+
 def choose_root(
-    index: LogIndex, catalog: Catalog, scan: Scan, incident: Incident, window: tuple[int, int]
+    index: LogIndex,
+    catalog: Catalog,
+    scan: Scan,
+    incident: Incident,
+    window: tuple[int, int],
+    pools: list[Candidate],
 ) -> Candidate | None:
+    """The root cause of `incident` among `pools` (see `unwrap_candidates`); None: no exception."""
     lo_line, next_run_line = window
     symptom_lines = [s.line for s, _, _ in incident.symptoms]
     first_death, last_death = min(symptom_lines), _death_end(scan, incident)
@@ -178,7 +189,6 @@ def choose_root(
             return False
         return not _is_decoy(catalog, cand, first_death)
 
-    pools = [_unwrap(catalog, c) for c in scan.events]
     before = [c for c in pools if eligible(c, max(lo_line, healthy + 1), last_death)]
     after = [
         c for c in pools if eligible(c, last_death + 1, min(next_run_line - 1, last_death + LATE_WINDOW))

@@ -216,7 +216,6 @@ class RunContext:
     tensor_parallel_size: int | None = None
     pipeline_parallel_size: int | None = None
     platform: str | None = None
-    python_version: str | None = None
 
 
 @dataclass(frozen=True)

@@ -118,9 +118,6 @@ class LogIndex:
     def rfind(self, literal: str, start: int = 0, end: int | None = None) -> int:
         return self.text.rfind(self._lit(literal), start, len(self.text) if end is None else end)
 
-    def contains(self, literal: str) -> bool:
-        return self.text.find(self._lit(literal)) >= 0
-
     def slice(self, start: int, end: int) -> str:
         """text[start:end] as a str (decoded from UTF-8 when the index holds bytes)."""
         if not self.is_bytes:
