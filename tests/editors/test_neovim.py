@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from support import crash_label, in_ci, unavailable
+from support import crash_label, unavailable
 
 pytestmark = pytest.mark.editor
 INSTALLER = "scripts/install/20-editors.sh"
@@ -115,8 +115,7 @@ def run_neovim(tmp: Path, setup: Path, *, code_actions: str = "auto") -> tuple[d
 
 @pytest.fixture(scope="module")
 def nvim_run(tmp_path_factory):
-    mode = "require" if in_ci() else "auto"
-    return run_neovim(tmp_path_factory.mktemp("nvim"), SETUP, code_actions=mode)
+    return run_neovim(tmp_path_factory.mktemp("nvim"), SETUP, code_actions="require")
 
 
 @pytest.fixture(scope="module")
@@ -209,9 +208,7 @@ def test_nvim_references_outline_folds_lenses(nvim_run, expected):
 
 def test_nvim_quick_fix_edits_launch_script(nvim_run):
     result, workspace, _ = nvim_run
-    if not result["capabilities"]["codeAction"]:
-        assert not in_ci(), "the server does not advertise codeActionProvider"
-        pytest.skip("the server offers no code actions yet (no codeActionProvider)")
+    assert result["capabilities"]["codeAction"], "the server does not advertise codeActionProvider"
     assert result.get("code_action_error") in (None, {}), result["code_action_error"]
     assert any(FIX_FLAG in t for t in result["code_action_titles"]), result["code_action_titles"]
     assert result["code_action_applied"], result["code_action_titles"]
