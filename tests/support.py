@@ -58,3 +58,21 @@ def crash_label(name: str) -> dict:
         if entry["file"] == name:
             return entry
     raise AssertionError(f"{name} missing from {CRASH / 'labels.jsonl'}")
+
+
+# The Neovim and Emacs tests share one scenario: a workspace with a crash log and a launch script.
+EDITOR_WORKSPACE = ROOT / "tests" / "editors" / "fixtures" / "editor-workspace"
+EDITOR_CORPUS_FILE = "007.log"  # crash.log is this corpus log with a prefix on each line
+EDITOR_LOG = "crash.log"
+EDITOR_SCRIPT = "serve.sh"
+EDITOR_RULE = "oom-sampler-warmup"
+EDITOR_FIX_FLAG = "--max-num-seqs"
+EDITOR_FIX_VALUE = "512"  # halve the 1024 dummy requests of the failed warm-up
+EDITOR_TIMEOUT_S = 60
+
+
+def editor_bin_dirs() -> list[str]:
+    """Where the editors find `vllm-log-lsp` (and Neovim from PyPI): the venv first."""
+    import sys
+
+    return [str(ROOT / ".venv" / "bin"), str(Path(sys.executable).parent)]

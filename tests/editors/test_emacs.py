@@ -21,13 +21,24 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from support import crash_label, unavailable
+from support import (
+    EDITOR_CORPUS_FILE,
+    EDITOR_FIX_FLAG,
+    EDITOR_FIX_VALUE,
+    EDITOR_LOG,
+    EDITOR_RULE,
+    EDITOR_SCRIPT,
+    EDITOR_TIMEOUT_S,
+    EDITOR_WORKSPACE,
+    crash_label,
+    editor_bin_dirs,
+    unavailable,
+)
 
 pytestmark = pytest.mark.editor
 INSTALLER = "scripts/install/20-editors.sh"
@@ -35,19 +46,10 @@ INSTALLER = "scripts/install/20-editors.sh"
 ROOT = Path(__file__).resolve().parents[2]
 SETUP = ROOT / "editors" / "emacs" / "vllm-log.el"
 E2E = ROOT / "tests" / "editors" / "emacs" / "e2e.el"
-WORKSPACE = ROOT / "tests" / "editors" / "fixtures" / "editor-workspace"
-LABELS = ROOT / "tests" / "fixtures" / "crash" / "labels.jsonl"
-CORPUS_FILE = "007.log"  # crash.log is this corpus log with a prefix on each line
-LOG = "crash.log"
-SCRIPT = "serve.sh"
-RULE = "oom-sampler-warmup"
-FIX_FLAG = "--max-num-seqs"
-FIX_VALUE = "512"  # halve the 1024 dummy requests of the failed warm-up
-TIMEOUT_S = 60
-
-
-def _bin_dirs() -> list[str]:
-    return [str(ROOT / ".venv" / "bin"), str(Path(sys.executable).parent)]
+WORKSPACE = EDITOR_WORKSPACE
+CORPUS_FILE, LOG, SCRIPT = EDITOR_CORPUS_FILE, EDITOR_LOG, EDITOR_SCRIPT
+RULE, FIX_FLAG, FIX_VALUE, TIMEOUT_S = EDITOR_RULE, EDITOR_FIX_FLAG, EDITOR_FIX_VALUE, EDITOR_TIMEOUT_S
+_bin_dirs = editor_bin_dirs
 
 
 def _find_emacs() -> str:

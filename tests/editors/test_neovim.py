@@ -20,13 +20,25 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from support import crash_label, unavailable
+from support import (
+    CRASH,
+    EDITOR_CORPUS_FILE,
+    EDITOR_FIX_FLAG,
+    EDITOR_FIX_VALUE,
+    EDITOR_LOG,
+    EDITOR_RULE,
+    EDITOR_SCRIPT,
+    EDITOR_TIMEOUT_S,
+    EDITOR_WORKSPACE,
+    crash_label,
+    editor_bin_dirs,
+    unavailable,
+)
 
 pytestmark = pytest.mark.editor
 INSTALLER = "scripts/install/20-editors.sh"
@@ -35,19 +47,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SETUP = ROOT / "editors" / "neovim" / "vllm-log.lua"
 LEGACY_SETUP = ROOT / "editors" / "neovim" / "vllm-log-legacy.lua"
 E2E = ROOT / "tests" / "editors" / "neovim" / "e2e.lua"
-WORKSPACE = ROOT / "tests" / "editors" / "fixtures" / "editor-workspace"
-LABELS = ROOT / "tests" / "fixtures" / "crash" / "labels.jsonl"
-CORPUS_FILE = "007.log"  # crash.log is this corpus log with a prefix on each line
-LOG = "crash.log"
-SCRIPT = "serve.sh"
-RULE = "oom-sampler-warmup"
-FIX_FLAG = "--max-num-seqs"
-FIX_VALUE = "512"  # halve the 1024 dummy requests of the failed warm-up
-TIMEOUT_S = 60
-
-
-def _bin_dirs() -> list[str]:
-    return [str(ROOT / ".venv" / "bin"), str(Path(sys.executable).parent)]
+WORKSPACE = EDITOR_WORKSPACE
+CORPUS_FILE, LOG, SCRIPT = EDITOR_CORPUS_FILE, EDITOR_LOG, EDITOR_SCRIPT
+RULE, FIX_FLAG, FIX_VALUE, TIMEOUT_S = EDITOR_RULE, EDITOR_FIX_FLAG, EDITOR_FIX_VALUE, EDITOR_TIMEOUT_S
+_bin_dirs = editor_bin_dirs
 
 
 def _find_nvim() -> str:
@@ -129,7 +132,7 @@ def expected():
     root = labels["root_cause_line"] - 1
     root_bytes = lines[root]
     # The fixture is the corpus log with a prefix: same line numbers, same text after the prefix.
-    corpus = (LABELS.parent / CORPUS_FILE).read_bytes().split(b"\n")
+    corpus = (CRASH / CORPUS_FILE).read_bytes().split(b"\n")
     assert root_bytes.endswith(corpus[root]) and root_bytes != corpus[root]
     assert any(b > 0x7F for b in root_bytes[: root_bytes.index(b"torch.OutOfMemoryError")])
     return {
