@@ -15,7 +15,7 @@ from vllm_log_lsp.launch.argv import same_value
 from vllm_log_lsp.launch.formats import parse_sites, problem
 from vllm_log_lsp.launch.python_launch import PythonSite
 from vllm_log_lsp.launch.sites import ArgvSite, Site
-from vllm_log_lsp.launch.text import LineIndex
+from vllm_log_lsp.launch.text import LineIndex, diff_edits, to_lf
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -31,6 +31,7 @@ def load(name: str) -> tuple[str, str]:
 
 
 def site_at(path: str, text: str, index: int = 0) -> Site:
+    text = to_lf(text)  # the launch layer parses every file in its LF form
     fmt, sites = parse_sites(path, text)
     assert problem(fmt, text) is None, problem(fmt, text)
     return sites[index]
@@ -81,7 +82,8 @@ def expected_value(site: Site, op: FixOp, context: RunContext) -> str | None:
 def check_fix(
     path: str, text: str, ops: list[FixOp], index: int = 0, version: str | None = None
 ) -> FixResult:
-    """Apply `ops` and assert the contract: parses, once, intended value, idempotent, local."""
+    """Apply `ops` and assert the contract: parses, once, intended value, idempotent, local,
+    line ends kept (`text` may use CRLF)."""
     context = context_for(path, text, index, version)
     before = site_at(path, text, index)
     wanted = [(op, expected_value(before, op, context)) for op in ops]
@@ -90,6 +92,7 @@ def check_fix(
     result = fix_text(text, path, ops, index=index, context=context)
     assert result.status in ("changed", "unchanged"), result.reason
     assert apply_text_edits(text, result.edits) == result.new_text
+    assert_line_ends_kept(text, result.new_text)
 
     after = site_at(path, result.new_text, index)  # asserts the format's own check passes
     for op, value in wanted:
@@ -109,14 +112,27 @@ def check_fix(
     return result
 
 
+def assert_line_ends_kept(old: str, new: str) -> None:
+    """A CRLF file stays CRLF, an LF file LF; bare CRs are neither added nor dropped."""
+    bare_cr = old.replace("\r\n", "").count("\r")
+    assert new.replace("\r\n", "").count("\r") == bare_cr, repr(new)
+    if "\n" in old and old.count("\r\n") == old.count("\n"):
+        assert new.count("\r\n") == new.count("\n"), repr(new)
+    if "\r\n" not in old:
+        assert "\r\n" not in new, repr(new)
+
+
 def assert_local(text: str, result: FixResult, site: Site, ops: list[FixOp]) -> None:
     """Flag edits stay inside the invocation (its last line included, for trailing comments);
-    an environment edit may also insert whole lines or change one line naming the variable."""
+    an environment edit may also insert whole lines or change one line naming the variable.
+    Checked on the LF forms (lines and columns are the same as the file's)."""
+    text = to_lf(text)
+    edits = diff_edits(text, to_lf(result.new_text))
     lines = LineIndex(text)
     inside_start = lines.line_start(site.start)  # `VAR=1 ` prefixes go before the command
     inside_end = lines.line_end(site.end) + 1  # a new line after the last one starts here
     env_names = [op.name for op in ops if op.op == "set_env"]
-    for edit in result.edits:
+    for edit in edits:
         start = lines.offset(edit.start_line, edit.start_col)
         end = lines.offset(edit.end_line, edit.end_col)
         if inside_start <= start and end <= inside_end:

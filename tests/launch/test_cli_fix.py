@@ -133,3 +133,19 @@ def test_exit_code_of_the_real_command(tmp_path) -> None:
         timeout=60,
     )
     assert done.returncode == 1 and "+vllm serve" in done.stdout
+
+
+def test_write_keeps_crlf_line_ends(tmp_path, capsys) -> None:
+    """A script saved by a Windows editor: every line, the continuation ones too, stays CRLF."""
+    serve = tmp_path / "serve.sh"
+    text = (LAUNCH / "continuations.sh").read_text().replace("\n", "\r\n")
+    serve.write_bytes(text.encode())
+    code, _, _ = check_fix(capsys, str(CRASH / "007.log"), "--fix", str(serve), "--write")
+    assert code == 1
+    fixed = serve.read_bytes().decode()
+    assert fixed == text.replace("--max_num_seqs=256", "--max_num_seqs=128")
+    # and the next fix adds a continuation line, in CRLF, after the `\`+CR of the last one
+    code, _, _ = check_fix(capsys, str(CRASH / "007.log"), "--fix", str(serve), "--write")
+    again = serve.read_bytes().decode()
+    assert code == 1 and again.count("\r\n") == again.count("\n") == fixed.count("\n") + 1
+    assert "--port 8000 \\\r\n    --gpu-memory-utilization 0.85 2>&1 | tee server.log\r\n" in again

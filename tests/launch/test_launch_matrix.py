@@ -1,4 +1,5 @@
-"""Every fix operation on every fixture shape: parses, once, intended value, idempotent, local."""
+"""Every fix operation on every fixture shape: parses, once, intended value, idempotent, local,
+and the same with CRLF line ends (Windows editors, `git config core.autocrlf`)."""
 
 from __future__ import annotations
 
@@ -28,11 +29,23 @@ EXPECTED_SKIPS = {
 }
 
 
+LINE_ENDS = pytest.mark.parametrize("eol", ["\n", "\r\n"], ids=["lf", "crlf"])
+
+
+def load_with(name: str, eol: str) -> tuple[str, str]:
+    path, text = load(name)
+    return path, text.replace("\n", eol)
+
+
 @pytest.mark.parametrize("name", fixture_names())
 @pytest.mark.parametrize("op_name", sorted(OPS))
-def test_each_operation(name: str, op_name: str) -> None:
-    path, text = load(name)
-    check_fix(path, text, [OPS[op_name]])
+@LINE_ENDS
+def test_each_operation(name: str, op_name: str, eol: str) -> None:
+    path, text = load_with(name, eol)
+    result = check_fix(path, text, [OPS[op_name]])
+    if eol != "\n":  # the same edit as on the LF file, with the file's line ends
+        lf_result = check_fix(*load(name), [OPS[op_name]])
+        assert result.new_text == lf_result.new_text.replace("\n", eol)
 
 
 @pytest.mark.parametrize("name", fixture_names())
@@ -50,6 +63,7 @@ def test_merge_json_across_versions(name: str, version: str | None) -> None:
 
 
 @pytest.mark.parametrize("name", fixture_names())
-def test_all_operations_together(name: str) -> None:
-    path, text = load(name)
+@LINE_ENDS
+def test_all_operations_together(name: str, eol: str) -> None:
+    path, text = load_with(name, eol)
     check_fix(path, text, list(OPS.values()), version="0.11.0")

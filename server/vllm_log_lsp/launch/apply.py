@@ -14,7 +14,6 @@ import ast
 import json
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from ..core.model import FixOp, ResolvedOp, RunContext
 from ..core.values import resolve_value
@@ -24,13 +23,14 @@ from .formats import parse_sites, problem
 from .model import FixResult, Invocation
 from .rank import rank_invocations
 from .sites import Malformed, Site
-from .text import LineIndex, apply_edits, diff_edits
+from .text import LineIndex, apply_edits, diff_edits, to_lf, with_line_endings
 
 OpLike = FixOp | ResolvedOp
 
 
 def invocations_in_text(path: str, text: str) -> list[Invocation]:
     """The vLLM invocations of one file's text, in order; raises Malformed."""
+    text = to_lf(text)  # same lines and columns as the original: only line ends differ
     _, sites = parse_sites(path, text)
     lines = LineIndex(text)
     return [site.invocation(path, i, lines) for i, site in enumerate(sites)]
@@ -51,7 +51,7 @@ def apply_fix(
     """
     if text is None:
         try:
-            text = Path(invocation.path).read_text(encoding="utf-8")
+            text = read_script(invocation.path)
         except (OSError, UnicodeDecodeError) as exc:
             name = os.path.basename(invocation.path)
             return FixResult(invocation.path, "skipped", "", "", reason=f"skipped {name}: {exc}")
@@ -68,10 +68,16 @@ def fix_file(
     """Apply `ops` to the invocation of `path` that best matches `context` (CLI `--fix`)."""
     name = os.path.basename(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_script(path)
     except (OSError, UnicodeDecodeError) as exc:
         return FixResult(path, "skipped", "", "", reason=f"skipped {name}: {exc}")
     return fix_text(text, path, ops, context=context, captures=captures)
+
+
+def read_script(path: str) -> str:
+    """A launch script's text exactly as stored (CRLF line ends kept, unlike `read_text`)."""
+    with open(path, encoding="utf-8", newline="") as handle:
+        return handle.read()
 
 
 def fix_text(
@@ -83,12 +89,17 @@ def fix_text(
     context: RunContext | None = None,
     captures: dict[str, str] | None = None,
 ) -> FixResult:
-    """Apply `ops` to invocation number `index` of `text` (None: the best match for context)."""
+    """Apply `ops` to invocation number `index` of `text` (None: the best match for context).
+
+    The file's line ends are kept: the work is done on its LF form and the edits are carried
+    back onto the original text.
+    """
     name = os.path.basename(path)
+    original, text = text, to_lf(text)
 
     def skipped(reason: str, invocation: Invocation | None = None) -> FixResult:
         return FixResult(
-            path, "skipped", text, text, reason=f"skipped {name}: {reason}", invocation=invocation
+            path, "skipped", original, original, reason=f"skipped {name}: {reason}", invocation=invocation
         )
 
     try:
@@ -139,14 +150,15 @@ def fix_text(
     if current == text:
         already = "; ".join(_describe(op, value) for op, value in intended)
         summary = f"{name}:{invocation.line + 1}: already set ({already})"
-        return FixResult(path, "unchanged", text, text, summary=summary, invocation=invocation)
-    edits = diff_edits(text, current)
+        return FixResult(path, "unchanged", original, original, summary=summary, invocation=invocation)
+    new_text = with_line_endings(original, text, current)
+    edits = diff_edits(original, new_text)
     summary = f"{name}:{edits[0].start_line + 1}: " + "; ".join(changes)
     return FixResult(
         path,
         "changed",
-        text,
-        current,
+        original,
+        new_text,
         edits=tuple(edits),
         summary=summary,
         changes=tuple(changes),

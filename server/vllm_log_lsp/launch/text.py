@@ -229,3 +229,54 @@ class SourceMap:
         if self.encode_kind == "yaml_block":
             return text.replace("\n", "\n" + self.indent)
         return text
+
+
+# ---------------------------------------------------------------------------------------------
+# Line endings: every format is parsed and edited with `\n` line ends; a file's own line ends
+# (CRLF, or a mix) are put back on the result, so no `\r` is dropped and no bare `\n` lands in a
+# CRLF file. Parsers then never see a `\r` (a shell word `256\r`, a `\`+CR continuation).
+
+
+def to_lf(text: str) -> str:
+    """`text` with every CRLF line end as LF (bare CRs are kept: they are not line ends)."""
+    return text.replace("\r\n", "\n")
+
+
+def with_line_endings(original: str, lf_old: str, lf_new: str) -> str:
+    """`lf_new` (an edit of `lf_old == to_lf(original)`) with `original`'s line ends.
+
+    Unchanged lines keep their own ending; new lines end like the line they follow.
+    """
+    if original == lf_old:
+        return lf_new
+    where = _lf_offsets(original)
+    out: list[str] = []
+    cursor = 0
+    for start, end, text in _diff(lf_old, lf_new):
+        out.append(original[cursor : where[start]])
+        out.append(text.replace("\n", _line_end_at(original, lf_old, where, start)))
+        cursor = where[end]
+    out.append(original[cursor:])
+    return "".join(out)
+
+
+def _lf_offsets(original: str) -> list[int]:
+    """For each character of `to_lf(original)` (and its end), its offset in `original`."""
+    where: list[int] = []
+    i = 0
+    while i < len(original):
+        where.append(i)
+        i += 2 if original.startswith("\r\n", i) else 1
+    where.append(len(original))
+    return where
+
+
+def _line_end_at(original: str, lf_old: str, where: list[int], offset: int) -> str:
+    """The line end of the line holding `offset`, or of the previous line when `offset` starts
+    a line (text inserted there follows that line); the file's usual one for a last line."""
+    if offset > 0 and lf_old[offset - 1] == "\n":
+        offset -= 1
+    newline = lf_old.find("\n", offset)
+    if newline < 0:
+        return "\r\n" if original.count("\r\n") * 2 >= original.count("\n") else "\n"
+    return "\r\n" if original.startswith("\r\n", where[newline]) else "\n"
