@@ -6,7 +6,9 @@ Two kinds of files live in `vllm_log_lsp/catalog/`:
   precursors), each with a cheap `literal` for the pre-filter and a regex;
 - `NN-family.toml`: `[[rule]]` entries in priority order (file order, then entry order), each
   with signature regexes, optional frame/context conditions, evidence captures, an explanation and
-  ordered fixes.
+  ordered fixes. A file's `[signature.NAME]` tables hold what a family of its rules shares (the
+  family's match and evidence patterns, e.g. every wording of "out of memory"); a rule that names
+  one in `signatures` gets those patterns after its own.
 User rule files use the same `[[rule]]` schema and are tried before the built-in rules. A broken
 file or regex is reported with its file and line and skipped; the rest still loads. Regexes run
 under the `regex` module's time limit so a catastrophic user pattern cannot stall analysis.
@@ -125,7 +127,11 @@ class Marker:
 
 @dataclass(frozen=True)
 class Rule:
-    """A cause: how to recognise it, what it means, and what to do."""
+    """A cause: how to recognise it, what it means, and what to do.
+
+    `title` may name captures (`{device} OOM while loading the weights`): `title_for` fills them
+    from a finding's evidence; `title` itself reads with their defaults (`TITLE_DEFAULTS`).
+    """
 
     id: str
     title: str
@@ -137,6 +143,8 @@ class Rule:
     frames: tuple[Pattern, ...] = ()
     context: tuple[Pattern, ...] = ()
     phases: tuple[str, ...] = ()
+    # Phases that stand in for `frames` when none matches (a one-line paste keeps no frames).
+    frames_or_phases: tuple[str, ...] = ()
     evidence: tuple[Pattern, ...] = ()
     fixes: tuple[Fix, ...] = ()
     samples: tuple[str, ...] = ()
@@ -149,6 +157,14 @@ class Rule:
     sample_context: tuple[str, ...] = ()
     sample_phase: str = ""
     source: str = ""  # file:line where the rule is defined
+    title_template: str = ""  # the title with its capture placeholders, when it has any
+
+    def title_for(self, evidence: dict[str, str]) -> str:
+        """The title with its placeholders filled from evidence (else their defaults)."""
+        if not self.title_template:
+            return self.title
+        values = {**TITLE_DEFAULTS, **{k: display_value(k, v) for k, v in evidence.items()}}
+        return fill_placeholders(self.title_template, values) or self.title
 
     def fixes_for(self, version: tuple[int, ...] | None) -> tuple[Fix, ...]:
         return tuple(f for f in self.fixes if in_range(version, f.versions))
@@ -202,6 +218,44 @@ class Catalog:
 
     def rule(self, rule_id: str) -> Rule | None:
         return next((r for r in self.iter_rules() if r.id == rule_id), None)
+
+
+#: What a title placeholder reads as when the log did not say (and in `rules` listings).
+TITLE_DEFAULTS = {"device": "GPU"}
+
+# A device as its runtime or allocator names it -> the platform's name, for titles.
+_DEVICE_NAMES = {
+    "cuda": "CUDA",
+    "nvml": "CUDA",
+    "cublas": "CUDA",
+    "hip": "ROCm",
+    "hsa": "ROCm",
+    "rocm": "ROCm",
+    "npu": "NPU",
+    "acl": "NPU",
+    "xpu": "XPU",
+    "ur": "XPU",  # Intel's Unified Runtime (UR_RESULT_ERROR_...)
+    "cpu": "CPU",
+    "tpu": "TPU",
+    "xla": "TPU",
+    "hpu": "HPU",
+    "mps": "MPS",
+}
+
+
+def display_value(name: str, value: str) -> str:
+    """A capture as a title shows it: devices by their platform's name."""
+    if name == "device":
+        return _DEVICE_NAMES.get(value.lower(), value)
+    return value
+
+
+def fill_placeholders(template: str, values: dict[str, str]) -> str | None:
+    """`template` with `{name}` placeholders filled; None when one has no value."""
+    try:
+        return template.format_map(values)
+    except (KeyError, IndexError, ValueError):
+        return None
 
 
 MARKER_KINDS = (
@@ -301,14 +355,44 @@ def _parse_fix(raw: dict[str, Any], where: str, line: int | None) -> Fix:
     )
 
 
+def _with_signatures(
+    raw: dict[str, Any], signatures: dict[str, Any], where: str, line: int | None, errors: list[CatalogError]
+) -> dict[str, Any] | None:
+    """The rule with the match and evidence patterns of the signatures it names appended."""
+    names = raw.get("signatures", [])
+    if not names:
+        return raw
+    raw = dict(raw)
+    for name in [names] if isinstance(names, str) else names:
+        shared = signatures.get(name)
+        if not isinstance(shared, dict):
+            errors.append(
+                CatalogError(where, line, f"rule {raw.get('id')!r}: no signature {name!r} in this file")
+            )
+            return None
+        for key in ("match", "evidence"):
+            own = raw.get(key, [])
+            raw[key] = ([own] if isinstance(own, str) else list(own)) + list(shared.get(key, []))
+    return raw
+
+
 def _parse_rule(
-    raw: dict[str, Any], where: str, text: str, timeout: float, errors: list[CatalogError]
+    raw: dict[str, Any],
+    where: str,
+    text: str,
+    timeout: float,
+    errors: list[CatalogError],
+    signatures: dict[str, Any] | None = None,
 ) -> Rule | None:
     rule_id = raw.get("id")
     line = _line_of(text, f'"{rule_id}"') if rule_id else None
     if not rule_id or not isinstance(rule_id, str):
         errors.append(CatalogError(where, line, "rule without an id"))
         return None
+    with_shared = _with_signatures(raw, signatures or {}, where, line, errors)
+    if with_shared is None:
+        return None
+    raw = with_shared
     for key in ("title", "family", "match"):
         if not raw.get(key):
             errors.append(CatalogError(where, line, f"rule {rule_id!r} has no {key}"))
@@ -317,7 +401,7 @@ def _parse_rule(
         errors.append(CatalogError(where, line, f"rule {rule_id!r}: unknown family {raw['family']!r}"))
         return None
     phases = raw.get("phases", ())
-    for key in ("phases", "sample_phase"):
+    for key in ("phases", "frames_or_phases", "sample_phase"):
         value = raw.get(key, ())
         for phase in [value] if isinstance(value, str) else value:
             if phase not in PHASES:
@@ -335,9 +419,19 @@ def _parse_rule(
     except CatalogError as err:
         errors.append(CatalogError(where, line, f"rule {rule_id!r}: {err.message}"))
         return None
+    template = raw["title"] if "{" in raw["title"] else ""
+    title = fill_placeholders(template, TITLE_DEFAULTS) if template else raw["title"]
+    if title is None:
+        errors.append(
+            CatalogError(
+                where, line, f"rule {rule_id!r}: title placeholders must be {sorted(TITLE_DEFAULTS)}"
+            )
+        )
+        return None
     return Rule(
         id=rule_id,
-        title=raw["title"],
+        title=title,
+        title_template=template,
         family=raw["family"],
         match=match,
         summary=raw.get("summary", ""),
@@ -346,6 +440,7 @@ def _parse_rule(
         frames=frames,
         context=context,
         phases=tuple(phases),
+        frames_or_phases=tuple(raw.get("frames_or_phases", ())),
         evidence=evidence,
         fixes=fixes,
         samples=tuple(raw.get("samples", ())),
@@ -409,11 +504,14 @@ def load_rule_text(
     raw_rules = data.get("rule", [])
     if not isinstance(raw_rules, list):
         return [], {}, [CatalogError(where, None, "`rule` must be an array of tables ([[rule]])")]
+    signatures = data.get("signature", {})
+    if not isinstance(signatures, dict):
+        return [], {}, [CatalogError(where, None, "`signature` must be a table of tables ([signature.NAME])")]
     for raw in raw_rules:
         if not isinstance(raw, dict):
             errors.append(CatalogError(where, None, "each [[rule]] must be a table"))
             continue
-        rule = _parse_rule(raw, where, text, timeout, errors)
+        rule = _parse_rule(raw, where, text, timeout, errors, signatures)
         if rule:
             rules.append(rule)
     markers = {} if user else _parse_markers(data, where, text, errors)

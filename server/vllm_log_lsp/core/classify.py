@@ -39,7 +39,11 @@ def classify(
             continue
         if rule.phases and phase not in rule.phases:
             continue
-        if rule.frames and not any(p.search(item) for p in rule.frames for item in frame_items):
+        if (
+            rule.frames
+            and phase not in rule.frames_or_phases
+            and not any(p.search(item) for p in rule.frames for item in frame_items)
+        ):
             continue
         if rule.context and not any(p.search(line) for p in rule.context for line in window + frame_items):
             continue
@@ -164,7 +168,7 @@ def build_finding(
         root=event.span,
         root_text=event.text if event.kind == "python" else event.message,
         rule_id=rule.id,
-        title=rule.title,
+        title=rule.title_for(evidence),
         family=rule.family,
         message=_message(rule, evidence),
         summary=rule.summary,
@@ -213,7 +217,7 @@ def _message(rule: Rule, evidence: dict[str, str]) -> str:
             return rule.message.format_map(evidence)
         except (KeyError, IndexError, ValueError):
             pass
-    return rule.title
+    return rule.title_for(evidence)
 
 
 _FALLBACK = Rule(
