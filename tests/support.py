@@ -7,13 +7,16 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CRASH = FIXTURES / "crash"
+# Batch 2 of the shared corpus (101–118; its hold-out 119–135 is not copied).
+CRASH2 = FIXTURES / "crash2"
 HEALTHY = FIXTURES / "healthy"
 FORMATS = FIXTURES / "formats"
 
 
-def crash_labels() -> list[dict]:
-    """The labelled crash logs: file, root_cause_line (1-based), symptom_lines, category, phase."""
-    with open(CRASH / "labels.jsonl", encoding="utf-8") as handle:
+def crash_labels(folder: Path = CRASH) -> list[dict]:
+    """The labelled crash logs of a corpus folder: file, root_cause_line (1-based), symptom_lines,
+    category, phase."""
+    with open(folder / "labels.jsonl", encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 
