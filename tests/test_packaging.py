@@ -1,0 +1,41 @@
+"""The distribution says what it is: the licence text at the root and in the wheel, metadata."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from email.parser import Parser
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_root_holds_the_apache_licence_text() -> None:
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in text.split("\n", 3)[1]
+    assert "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text
+
+
+def test_the_wheel_carries_the_licence_and_its_metadata(tmp_path: Path) -> None:
+    # Offline: the build backend comes from the test environment, nothing is downloaded.
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index", "--no-build-isolation"]
+        + ["--disable-pip-version-check", "-w", str(tmp_path), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    [wheel] = tmp_path.glob("vllm_log_lsp-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        [licence] = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert archive.read(licence) == (ROOT / "LICENSE").read_bytes()
+        [metadata_name] = [n for n in names if n.endswith(".dist-info/METADATA")]
+        metadata = Parser().parsestr(archive.read(metadata_name).decode("utf-8"))
+    assert metadata["License-Expression"] == "Apache-2.0"
+    assert metadata["License-File"] == "LICENSE"
+    classifiers = metadata.get_all("Classifier")
+    assert "Environment :: Console" in classifiers
+    assert "Programming Language :: Python :: 3.10" in classifiers
