@@ -79,3 +79,35 @@ def editor_bin_dirs() -> list[str]:
     import sys
 
     return [str(ROOT / ".venv" / "bin"), str(Path(sys.executable).parent)]
+
+
+# -- the command line ----------------------------------------------------------------------------
+#: A user rule that takes the CUDA OOM of the `formats/tp2-worker-oom.log` fixture.
+USER_OOM_RULE = (
+    '[[rule]]\nid = "my-oom"\ntitle = "Our cluster OOM"\nfamily = "memory"\nmatch = ["OutOfMemoryError"]\n'
+)
+
+
+def run_cli(
+    *args: str,
+    stdin: bytes | None = None,
+    cwd: Path | None = None,
+    env: dict | None = None,
+    timeout: float = 60,
+):
+    """`python -m vllm_log_lsp ARGS` as a user runs it; stdout and stderr decoded as UTF-8."""
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "vllm_log_lsp", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
+    return subprocess.CompletedProcess(
+        result.args, result.returncode, result.stdout.decode("utf-8"), result.stderr.decode("utf-8")
+    )

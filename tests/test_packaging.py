@@ -20,9 +20,9 @@ def test_the_root_holds_the_apache_licence_text() -> None:
 
 def test_the_wheel_carries_the_licence_and_its_metadata(tmp_path: Path) -> None:
     # Offline: the build backend comes from the test environment, nothing is downloaded.
+    offline = ["--no-deps", "--no-index", "--no-build-isolation", "--disable-pip-version-check"]
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index", "--no-build-isolation"]
-        + ["--disable-pip-version-check", "-w", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", *offline, "-w", str(tmp_path), str(ROOT)],
         check=True,
         capture_output=True,
         timeout=300,

@@ -7,10 +7,13 @@ VS Code server free of extra dependencies.
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
+import difflib
 import json
-import mmap
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import TextIO
 
@@ -18,10 +21,22 @@ from . import __version__
 from .core.analyze import analyze
 from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
 from .core.model import PHASE_TITLES, Analysis, Finding, ResolvedFix
-from .core.text import Buffer, inspect_log_bytes
+from .core.source import LogReadError, LogSource, open_log, open_regular, read_regular_text
 
-EXIT_HEALTHY, EXIT_DEATH, EXIT_UNREADABLE = 0, 1, 2
+#: Exit codes (also in `--help`): a readable log with no engine death; a death; the input or the
+#: command line could not be used (nothing was diagnosed); a bug in this tool.
+EXIT_HEALTHY, EXIT_DEATH, EXIT_UNREADABLE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_CODES_HELP = (
+    "exit status: 0 every log was read and shows no engine death; 1 an engine death was found; "
+    "2 an input or usage error (a log, rule file or script that cannot be read; nothing is called "
+    f"healthy then); {EXIT_INTERNAL} an internal error of vllm-log-lsp (one line on stderr; --debug "
+    "prints the traceback)"
+)
 JSON_SCHEMA_VERSION = 1
+#: How standard input is named in reports, text and JSON alike.
+STDIN_NAME = "<stdin>"
+#: The largest launch script `check --fix` edits (scripts are small; this bounds the read).
+MAX_SCRIPT_BYTES = 8 << 20
 
 
 class Style:
@@ -59,31 +74,36 @@ def use_colour(choice: str, stream: TextIO) -> bool:
 
 
 # -- check ------------------------------------------------------------------------------------
-# Files larger than this are mapped into memory instead of read: the analysis touches only the
-# lines around what the pre-filter finds, so most of a large log is never paged in.
-MMAP_THRESHOLD = 1 << 20
+def error(message: str) -> int:
+    """Report an input or usage error on stderr; the exit status that goes with it."""
+    print(f"vllm-log-lsp: error: {message}", file=sys.stderr)
+    return EXIT_UNREADABLE
 
 
-def read_input(path: str) -> Buffer:
-    """The bytes of a log file (mapped when large), or of standard input for `-`."""
-    if path == "-":
-        return sys.stdin.buffer.read()
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size >= MMAP_THRESHOLD and os.path.isfile(path):
-            try:
-                return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-            except (OSError, ValueError):
-                pass  # not mappable (a pipe, a special file): read it
-        return handle.read()
+class Reports:
+    """Writes reports to stdout. When the reader goes away (`check … | head`), the rest is
+    dropped silently and the analysis goes on, so the exit status still tells the truth."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.reader_gone = False
+
+    def write(self, text: str) -> None:
+        if self.reader_gone:
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except BrokenPipeError:
+            self.reader_gone = True
+            # Anything still buffered goes nowhere, instead of failing again at exit.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
 
 
-def _plain_file(path: str) -> str | None:
-    """The path when grep may read it directly: a regular file without a byte-order mark."""
-    if path == "-" or not os.path.isfile(path):
-        return None
-    with open(path, "rb") as handle:
-        return None if handle.read(3) == b"\xef\xbb\xbf" else path
+def shown_name(path: str) -> str:
+    return STDIN_NAME if path == "-" else path
 
 
 def finding_to_json(finding: Finding, lines: list[str] | None = None) -> dict:
@@ -177,40 +197,43 @@ def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
     if args.fix is not None:
         return cmd_fix(args, catalog)
     if args.write or args.fix_index is not None:
-        print("vllm-log-lsp: error: --write and --fix-index need --fix SCRIPT", file=sys.stderr)
-        return EXIT_UNREADABLE
-    stdout = sys.stdout
-    style = Style(use_colour(args.color, stdout))
+        return error("--write and --fix-index need --fix SCRIPT")
+    if args.files.count("-") > 1:
+        return error("standard input (-) can be read only once")
+    out = Reports(sys.stdout)
+    style = Style(use_colour(args.color, sys.stdout))
     status = EXIT_HEALTHY
     reports = []
     for path in args.files:
+        name = shown_name(path)
         try:
-            data = read_input(path)
-        except OSError as err:
-            message = f"cannot read {path}: {err.strerror or err}"
-            print(f"vllm-log-lsp: error: {message}", file=sys.stderr)
-            reports.append({"path": path, "error": message, "warnings": [], "incidents": []})
+            source = open_log(path)
+        except LogReadError as err:
+            error(str(err))
+            reports.append({"path": name, "error": str(err), "warnings": [], "incidents": []})
             status = EXIT_UNREADABLE
             continue
-        data, warnings = inspect_log_bytes(data)
-        analysis = analyze(data, catalog, tuple(warnings), path=_plain_file(path))
+        analysis = analyze_source(source, catalog)
         if analysis.findings and status == EXIT_HEALTHY:
             status = EXIT_DEATH
         if args.format == "json":
             reports.append(
                 {
-                    "path": path,
+                    "path": name,
                     "error": None,
                     "warnings": list(analysis.warnings),
                     "incidents": [finding_to_json(f) for f in analysis.findings],
                 }
             )
         else:
-            print(render_text(path if path != "-" else "<stdin>", analysis, style))
+            out.write(render_text(name, analysis, style) + "\n")
     if args.format == "json":
-        json.dump({"version": JSON_SCHEMA_VERSION, "files": reports}, stdout, indent=2)
-        stdout.write("\n")
+        out.write(json.dumps({"version": JSON_SCHEMA_VERSION, "files": reports}, indent=2) + "\n")
     return status
+
+
+def analyze_source(source: LogSource, catalog: Catalog) -> Analysis:
+    return analyze(source.data, catalog, tuple(source.warnings), path=source.plain_path)
 
 
 # -- check --fix --------------------------------------------------------------------------------
@@ -241,6 +264,16 @@ def fix_choices(analysis: Analysis, fix_index: int | None) -> list[tuple[Finding
     return [(finding, fix_index, fix)]
 
 
+def diff_path(script: str) -> tuple[str, str | None]:
+    """The path for the diff headers (`a/PATH`, `b/PATH`, as git writes them) and, when it is not
+    the current directory, the directory they are relative to: `git apply` refuses `..`."""
+    relative = os.path.relpath(script)
+    if not relative.startswith(".."):
+        return relative.replace(os.sep, "/"), None
+    folder, name = os.path.split(os.path.abspath(script))
+    return name, folder
+
+
 def cmd_fix(args: argparse.Namespace, catalog: Catalog) -> int:
     """`check LOG --fix SCRIPT [--write] [--fix-index N]`: the log's fix as a diff of SCRIPT.
 
@@ -253,40 +286,35 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog) -> int:
 
     from .launch import fix_text, unified_diff  # here: YAML/shell parsers cost 0.2 s to import
 
-    def fail(message: str) -> int:
-        print(f"vllm-log-lsp: error: {message}", file=sys.stderr)
-        return EXIT_UNREADABLE
-
+    fail = error
     if len(args.files) != 1:
         return fail("--fix takes exactly one LOG")
     log, script = args.files[0], args.fix
     try:
-        data = read_input(log)
-    except OSError as err:
-        return fail(f"cannot read {log}: {err.strerror or err}")
-    try:
-        with open(script, encoding="utf-8", newline="") as handle:  # keep CRLF as it is
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as err:
-        return fail(f"cannot read {script}: {getattr(err, 'strerror', None) or err}")
-    data, warnings = inspect_log_bytes(data)
-    analysis = analyze(data, catalog, tuple(warnings), path=_plain_file(log))
+        source = open_log(log)
+        text = read_regular_text(script, MAX_SCRIPT_BYTES)  # line endings kept as they are
+    except LogReadError as err:
+        return fail(str(err))
+    analysis = analyze_source(source, catalog)
     try:
         choices = fix_choices(analysis, args.fix_index)
     except ValueError as err:
         return fail(str(err))
     if not choices:
         found = "no engine death found" if not analysis.findings else "no fix that edits a launch script"
-        print(f"vllm-log-lsp: nothing to change: {found} in {log}", file=sys.stderr)
+        print(f"vllm-log-lsp: nothing to change: {found} in {shown_name(log)}", file=sys.stderr)
         return EXIT_NOTHING_TO_FIX
     refused = None
     for finding, number, fix in choices:
         result = fix_text(text, script, fix.ops, context=finding.context, captures=dict(finding.evidence))
         if result.changed:
-            shown = os.path.relpath(script)  # diff headers `a/PATH`, `b/PATH` as git writes them
-            if shown.startswith(".."):
-                shown = os.path.abspath(script).lstrip("/")
-            sys.stdout.write(unified_diff(result.old_text, result.new_text, shown))
+            shown, base = diff_path(script)
+            Reports(sys.stdout).write(unified_diff(result.old_text, result.new_text, shown))
+            if base is not None:
+                print(
+                    f"vllm-log-lsp: the diff's paths are relative to {base} (git apply there)",
+                    file=sys.stderr,
+                )
             if args.write:
                 with open(script, "w", encoding="utf-8", newline="") as handle:
                     handle.write(result.new_text)
@@ -306,22 +334,25 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog) -> int:
 
 # -- rules / explain ------------------------------------------------------------------------------
 def cmd_rules(args: argparse.Namespace, catalog: Catalog) -> int:
+    families = sorted({r.family for r in catalog.rules})
+    if args.family and args.family not in families:
+        return error(f"no family {args.family!r}; the families are: {', '.join(families)}")
     rules = [r for r in catalog.rules if not args.family or r.family == args.family]
     if args.format == "json":
-        json.dump([{"id": r.id, "title": r.title, "family": r.family} for r in rules], sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        listing = [{"id": r.id, "title": r.title, "family": r.family} for r in rules]
+        Reports(sys.stdout).write(json.dumps(listing, indent=2) + "\n")
         return 0
     width = max((len(r.id) for r in rules), default=10)
-    for rule in rules:
-        print(f"{rule.id:<{width}}  {rule.family:<18}  {rule.title}")
+    Reports(sys.stdout).write("".join(f"{r.id:<{width}}  {r.family:<18}  {r.title}\n" for r in rules))
     return 0
 
 
 def cmd_explain(args: argparse.Namespace, catalog: Catalog) -> int:
     rule = catalog.rule(args.rule_id)
     if rule is None:
-        print(f"vllm-log-lsp: error: no rule {args.rule_id!r} (see `vllm-log-lsp rules`)", file=sys.stderr)
-        return EXIT_UNREADABLE
+        close = difflib.get_close_matches(args.rule_id, [r.id for r in catalog.rules], n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        return error(f"no rule {args.rule_id!r} ({hint}see `vllm-log-lsp rules`)")
     out = [f"# {rule.title} ({rule.id})", "", f"Family: {rule.family}"]
     if rule.summary:
         out += ["", rule.summary]
@@ -341,7 +372,7 @@ def cmd_explain(args: argparse.Namespace, catalog: Catalog) -> int:
         out += ["", "## Recognises lines like", ""] + [f"    {s}" for s in rule.samples]
     if rule.references:
         out += ["", "## References", ""] + [f"- {ref}" for ref in rule.references]
-    print("\n".join(out))
+    Reports(sys.stdout).write("\n".join(out) + "\n")
     return 0
 
 
@@ -364,37 +395,90 @@ def _op_text(op) -> str:
 
 
 # -- serve --------------------------------------------------------------------------------------
+def tcp_address(value: str) -> tuple[str, int]:
+    """`HOST:PORT`, `:PORT` or `[IPv6]:PORT` → (host, port); port 0 picks a free one."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not HOST:PORT (a port from 0 to 65535)")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    return host or "127.0.0.1", int(port)
+
+
+def free_port(host: str) -> int:
+    """A port the OS says is free on `host` now (for `--tcp HOST:0`)."""
+    import socket
+
+    for family, kind, proto, _, address in socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM):
+        with socket.socket(family, kind, proto) as probe:
+            probe.bind(address)
+            return probe.getsockname()[1]
+    raise OSError(f"cannot bind {host}")
+
+
 def cmd_serve(args: argparse.Namespace, catalog: Catalog) -> int:
     from .lsp.server import run_server
 
-    if args.tcp:
-        host, _, port = args.tcp.rpartition(":")
-        run_server("tcp", host or "127.0.0.1", int(port))
-    else:
+    if args.tcp is None:
         run_server("stdio")
+        return 0
+    host, port = args.tcp
+    try:
+        port = port or free_port(host)
+    except OSError as err:
+        return error(f"cannot listen on {host}: {err.strerror or err}")
+    # The address on stdout (the protocol goes over the socket): a script can read the port.
+    print(f"listening on {host}:{port}", flush=True)
+    run_server("tcp", host, port)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # `--rules` before or after the command: the sub-commands' copy goes to its own list.
+    rules_option = argparse.ArgumentParser(add_help=False)
+    rules_option.add_argument(
+        "--rules",
+        dest="command_rules",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="extra rule file (TOML, the catalog's schema); repeatable",
+    )
     parser = argparse.ArgumentParser(
         prog="vllm-log-lsp",
         description="Turn a vLLM crash log into a diagnosis: root cause, phase and fix.",
+        epilog=EXIT_CODES_HELP,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(
-        "--rules", action="append", default=[], metavar="FILE", help="extra rule file (TOML); repeatable"
+        "--rules",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="extra rule file (TOML, the catalog's schema); repeatable, also after the command",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--debug", action="store_true", help="print the traceback of an internal error")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     check = sub.add_parser(
         "check",
-        help="diagnose log files (exit 0: healthy, 1: engine died, 2: unreadable)",
-        epilog="With --fix SCRIPT: exit 0: nothing to change, 1: a diff was printed (and written "
-        "with --write), 2: LOG or SCRIPT unreadable, or SCRIPT malformed (reason on stderr).",
+        parents=[rules_option],
+        help="diagnose log files (exit 0: no engine death, 1: engine died, 2: unreadable)",
+        description="Diagnose vLLM logs: plain, gzip/bzip2/xz-compressed, UTF-8 or UTF-16 with a BOM.",
+        epilog=EXIT_CODES_HELP + ". With --fix SCRIPT: exit 0: nothing to change, 1: a diff was printed "
+        "(and written with --write), 2: LOG or SCRIPT unreadable, or SCRIPT malformed (reason on stderr).",
     )
-    check.add_argument("files", nargs="+", metavar="FILE", help="log files; - reads standard input")
-    check.add_argument("--format", choices=("text", "json"), default="text")
-    check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    check.add_argument(
+        "files", nargs="+", metavar="FILE", help="log files (regular files); - reads standard input"
+    )
+    check.add_argument(
+        "--format", choices=("text", "json"), default="text", help="compiler-style text (default) or JSON"
+    )
+    check.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the text report: auto (default) only on a terminal, and not when NO_COLOR is set",
+    )
     check.add_argument(
         "--fix",
         metavar="SCRIPT",
@@ -411,34 +495,103 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(handler=cmd_check)
 
-    rules = sub.add_parser("rules", help="list the cause catalog")
-    rules.add_argument("--family", help="only this family")
-    rules.add_argument("--format", choices=("text", "json"), default="text")
+    rules = sub.add_parser(
+        "rules", parents=[rules_option], help="list the cause catalog", epilog=EXIT_CODES_HELP
+    )
+    rules.add_argument("--family", help="only the causes of this family (e.g. memory)")
+    rules.add_argument("--format", choices=("text", "json"), default="text", help="a table (default) or JSON")
     rules.set_defaults(handler=cmd_rules)
 
-    explain = sub.add_parser("explain", help="explain one cause of the catalog")
-    explain.add_argument("rule_id", metavar="ID")
+    explain = sub.add_parser(
+        "explain", parents=[rules_option], help="explain one cause of the catalog", epilog=EXIT_CODES_HELP
+    )
+    explain.add_argument("rule_id", metavar="ID", help="a cause id, as `check` and `rules` print it")
     explain.set_defaults(handler=cmd_explain)
 
-    serve = sub.add_parser("serve", help="run the language server (stdio by default)")
+    serve = sub.add_parser("serve", parents=[rules_option], help="run the language server (stdio by default)")
     serve.add_argument("--stdio", action="store_true", help="speak LSP over stdio (the default)")
-    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead (for debugging)")
+    serve.add_argument(
+        "--tcp",
+        type=tcp_address,
+        metavar="HOST:PORT",
+        help="listen on TCP instead (for debugging); port 0 picks a free port, printed on stdout",
+    )
     serve.set_defaults(handler=cmd_serve)
     return parser
 
 
+def load_catalog(paths: list[str]) -> Catalog | None:
+    """The catalog with the user's rule files; None (after saying why) when one is unusable: a
+    diagnosis without the user's rules would be a wrong answer given as a right one."""
+    for path in paths:
+        try:
+            open_regular(path).close()  # never block on a FIFO or read a device
+        except LogReadError as err:
+            error(f"rule file: {err}")
+            return None
+    catalog = catalog_with_user_files(paths) if paths else builtin_catalog()
+    for problem in catalog.errors:
+        print(f"vllm-log-lsp: rule error: {problem}", file=sys.stderr)
+    if catalog.errors:
+        error("the rule files above have errors; fix them or leave them out")
+        return None
+    return catalog
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        _never_fail_to_encode(stream)
     parser = build_parser()
     args = parser.parse_args(argv)
-    catalog = catalog_with_user_files(args.rules) if args.rules else builtin_catalog()
-    for error in catalog.errors:
-        print(f"vllm-log-lsp: rule error: {error}", file=sys.stderr)
     try:
+        catalog = load_catalog(args.rules + args.command_rules)
+        if catalog is None:
+            return EXIT_UNREADABLE
         return args.handler(args, catalog)
-    except BrokenPipeError:  # `check … | head`
-        return EXIT_HEALTHY
     except KeyboardInterrupt:
         return 130
+    except Exception as err:  # a bug: one line, and a status no diagnosis uses
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"vllm-log-lsp: internal error: {type(err).__name__}: {err} "
+            f"(exit {EXIT_INTERNAL}; --debug shows the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+# -- output encoding ----------------------------------------------------------------------------
+# What the reports use beyond ASCII, spelled in ASCII for a terminal that cannot show it
+# (PYTHONIOENCODING=cp1252 or ascii, a C locale): never an UnicodeEncodeError.
+_ASCII_SPELLING = {
+    "—": "-",
+    "–": "-",
+    "…": "...",
+    "·": "|",
+    "→": "->",
+    "‘": "'",
+    "’": "'",
+    "“": '"',
+    "”": '"',
+}
+
+
+def _ascii_fallback(err: UnicodeError) -> tuple[str, int]:
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    text = err.object[err.start : err.end]
+    return "".join(_ASCII_SPELLING.get(ch, "?") for ch in text), err.end
+
+
+codecs.register_error("vllm_log_ascii", _ascii_fallback)
+
+
+def _never_fail_to_encode(stream: TextIO) -> None:
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        with contextlib.suppress(ValueError, OSError):  # a stream that cannot change: leave it
+            reconfigure(errors="vllm_log_ascii")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from .incidents import (
 )
 from .model import Analysis, Finding, Precursor, RunSegment
 from .scan import Candidate, Scan, scan_lines, truncate_scan
+from .source import first_invalid_utf8
 from .text import LogIndex, Text
 
 __all__ = ["Analyzer", "analyze", "classify"]
@@ -108,9 +109,13 @@ def _analysis(index: LogIndex, catalog: Catalog, scan: Scan, warnings: tuple[str
 
 
 def _encoding_warnings(index: LogIndex) -> tuple[str, ...]:
-    if index.invalid_utf8_line is None:
+    """Invalid UTF-8 anywhere in a file's bytes (one C-speed pass), not only in the lines read."""
+    if not index.is_bytes:
+        return ()  # an editor's text is decoded already
+    offset = first_invalid_utf8(index.text)
+    if offset is None:
         return ()
-    line = index.invalid_utf8_line + 1
+    line = index.line_of(offset) + 1
     return (f"invalid UTF-8 (first seen on line {line}); undecodable bytes shown as U+FFFD",)
 
 

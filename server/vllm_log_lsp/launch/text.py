@@ -179,15 +179,17 @@ def apply_text_edits(text: str, edits: Sequence[TextEdit]) -> str:
 
 
 def unified_diff(old: str, new: str, path: str = "launch script", context: int = 3) -> str:
-    """A `diff -u` style text of the change, for previews and the CLI."""
+    """A `diff -u` style text of the change, for previews and the CLI (`git apply` takes it)."""
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"a/{path}",
+        tofile=f"b/{path}",
+        n=context,
+    )
+    # A last line without a line break is marked as diff and git mark it, or the patch is corrupt.
     return "".join(
-        difflib.unified_diff(
-            old.splitlines(keepends=True),
-            new.splitlines(keepends=True),
-            fromfile=f"a/{path}",
-            tofile=f"b/{path}",
-            n=context,
-        )
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
     )
 
 

@@ -16,6 +16,7 @@ from pygls import uris
 
 from ..core.analyze import Analyzer
 from ..core.model import PHASE_TITLES
+from ..core.source import open_log
 from ..core.text import decode_log
 from .pipeline import compute
 from .safety import guarded
@@ -72,7 +73,10 @@ def summary(uri: str, result: AnalysisResult) -> dict[str, Any]:
 
 
 def _read_and_analyze(server: VllmLogServer, path: Path, settings) -> tuple[str, AnalysisResult]:
-    text, warnings = decode_log(path.read_bytes())
+    # The CLI's safe opening: regular files only, compressed and UTF-16 logs decoded, binary refused.
+    source = open_log(str(path))
+    text, decoding = decode_log(bytes(source.data))
+    warnings = list(dict.fromkeys(source.warnings + decoding))
     # An explicit request: analyse whatever the size (the limit guards automatic analysis).
     return text, compute(Analyzer(server.catalog), text, None, settings, tuple(warnings), enforce_limit=False)
 

@@ -55,7 +55,7 @@ def compute(
         reason = (
             f"Not analysed: this log is {len(text) / 1048576:.0f} MB, over the "
             f"vllmLog.maxFileSizeMB limit of {settings.max_file_size_mb:g} MB. Raise the limit, or "
-            "run `vllm-log-lsp analyze FILE`."
+            "run `vllm-log-lsp check FILE`."
         )
         empty = Analysis(findings=(), precursors=(), runs=(), line_count=0)
         return AnalysisResult(version, index, empty, settings, skipped_reason=reason)

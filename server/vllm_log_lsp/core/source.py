@@ -1,0 +1,263 @@
+"""Opening a log safely: regular files or standard input, compressed or UTF-16, reads bounded.
+
+Everything that reads a log from disk goes through `open_log` (the CLI's `check`, the server's
+`vllmLog.analyzeFile`). It never blocks on a FIFO, never reads a device or a directory, never
+decompresses without bound, and says why when it cannot give a log: a tool that cannot read its
+input must not answer "healthy".
+
+The result is the UTF-8 bytes the analysis reads (`core.text.LogIndex` takes them as they are):
+a large plain file is mapped, not read; gzip, bzip2 and xz are decompressed (rotated logs are
+normal); UTF-16/UTF-32 with a byte-order mark (PowerShell's `>`) are re-encoded as UTF-8.
+"""
+
+from __future__ import annotations
+
+import bz2
+import codecs
+import gzip
+import io
+import lzma
+import mmap
+import os
+import stat
+import sys
+import zlib
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from .text import Buffer
+
+#: A plain file at least this big is mapped into memory instead of read: the analysis touches
+#: only the lines around what the pre-filter finds, so most of a large log is never paged in.
+MMAP_THRESHOLD = 1 << 20
+#: The most a stream (standard input, a decompressed file) may yield: a bound on memory for
+#: input whose size is not known before it is read (`/dev/zero` on stdin, a gzip bomb).
+MAX_STREAM_BYTES = 4 << 30
+#: How much of the start of a file decides whether it is text.
+SNIFF_BYTES = 65536
+
+_COMPRESSED: tuple[tuple[bytes, str], ...] = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+)
+# Longest first: the UTF-32 LE mark starts with the UTF-16 LE one.
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+# C0 controls a text log never holds (tab, newlines, form feed, backspace and ESC it may).
+_BINARY_BYTES = bytes([*range(0x01, 0x08), 0x0E, 0x0F, *range(0x10, 0x1B), *range(0x1C, 0x20), 0x7F])
+
+
+class LogReadError(Exception):
+    """The input cannot be read as a log; the message says why (for the user, one line)."""
+
+
+@dataclass
+class LogSource:
+    """A log ready for analysis: its UTF-8 bytes and what was odd about the input."""
+
+    data: Buffer
+    warnings: list[str] = field(default_factory=list)
+    #: The file holding exactly `data`, when there is one (the pre-filter may grep it directly).
+    plain_path: str | None = None
+
+
+def open_log(path: str, max_stream_bytes: int = MAX_STREAM_BYTES) -> LogSource:
+    """Read the log at `path` (`-`: standard input) for analysis, or raise `LogReadError`."""
+    if path == "-":
+        return _prepare(_read_stream(sys.stdin.buffer, max_stream_bytes, "<stdin>"), "<stdin>")
+    with open_regular(path) as handle:
+        data = _read_regular(handle, path, max_stream_bytes)
+    if isinstance(data, mmap.mmap) or not _needs_decoding(data):
+        return _checked(data, path, plain_path=path)
+    return _prepare(data, path, max_stream_bytes)
+
+
+def _read_regular(handle: BinaryIO, path: str, max_stream_bytes: int) -> Buffer:
+    """The bytes of an open regular file: mapped when it is large plain text, else read."""
+    size = os.fstat(handle.fileno()).st_size
+    if size == 0:  # empty, or a file whose size is not known in advance (/proc)
+        return _read_stream(handle, max_stream_bytes, path)
+    if size >= MMAP_THRESHOLD and not _needs_decoding(handle.read(8)):
+        try:
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            pass  # not mappable here: read it
+    handle.seek(0)
+    return handle.read(size)  # what it held when opened (a live log may be growing)
+
+
+def _needs_decoding(head: bytes) -> bool:
+    return _compression(head) is not None or head.startswith(tuple(mark for mark, _ in _BOMS))
+
+
+def open_regular(path: str) -> BinaryIO:
+    """Open `path` for reading if it is a regular file (following symlinks), else raise
+    `LogReadError`. A FIFO is opened without blocking and refused, like a device or a directory."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        raise LogReadError(f"cannot read {path}: {err.strerror or err}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise LogReadError(f"cannot read {path}: {_kind(mode)}, not a regular file")
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def read_regular_text(path: str, max_bytes: int) -> str:
+    """The text of a small regular UTF-8 file (a launch script, a rule file), line endings kept;
+    raises `LogReadError` for anything else, or when it is over `max_bytes`."""
+    with open_regular(path) as handle:
+        data = _read_bounded(handle, max_bytes, path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise LogReadError(f"cannot read {path}: invalid UTF-8 at byte {err.start}") from None
+
+
+def first_invalid_utf8(data: Buffer) -> int | None:
+    """Offset of the first byte of `data` that is not valid UTF-8, or None (at C speed, in chunks
+    so a mapped file is never copied whole)."""
+    if isinstance(data, bytes) and data.isascii():
+        return None
+    view = memoryview(data)
+    chunk = 1 << 23
+    offset = 0
+    try:
+        while offset < len(view):
+            end = min(len(view), offset + chunk)
+            try:
+                _, used = codecs.utf_8_decode(view[offset:end], "strict", end == len(view))
+            except UnicodeDecodeError as err:
+                return offset + err.start
+            offset += used if used else end - offset
+    finally:
+        view.release()
+    return None
+
+
+# -- reading -------------------------------------------------------------------------------------
+def _read_stream(stream: BinaryIO, limit: int, name: str) -> bytes:
+    """At most `limit` bytes of a stream of unknown size, refused at its first block when that
+    is binary (`/dev/zero` or `/dev/urandom` on standard input costs one block, not `limit`)."""
+    head = _read_bounded(stream, min(limit, SNIFF_BYTES), name, more_ok=True)
+    if not _needs_decoding(head):
+        _refuse_binary(head, name)
+    if len(head) < min(limit, SNIFF_BYTES):
+        return head
+    return head + _read_bounded(stream, limit - len(head), name)
+
+
+def _read_bounded(stream: BinaryIO, limit: int, name: str, more_ok: bool = False) -> bytes:
+    """At most `limit` bytes of `stream`; more is an error (the input is not a log we can hold)."""
+    data = stream.read(limit if more_ok else limit + 1)
+    if data is None:  # a non-blocking stream with nothing ready
+        return b""
+    if len(data) > limit:
+        raise LogReadError(f"cannot read {name}: more than {_size(limit)}")
+    return data
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 30):g} GiB" if n >= 1 << 30 else f"{n / (1 << 20):g} MiB"
+
+
+# -- decoding ------------------------------------------------------------------------------------
+def _compression(head: bytes) -> str | None:
+    for magic, name in _COMPRESSED:
+        # bzip2's magic is printable: it must be followed by its block-size digit.
+        if head.startswith(magic) and (name != "bzip2" or head[3:4].isdigit()):
+            return name
+    return None
+
+
+def _decompress(data: bytes, kind: str, limit: int, name: str) -> bytes:
+    opener = {"gzip": lambda f: gzip.GzipFile(fileobj=f), "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}[kind]
+    try:
+        with opener(io.BytesIO(data)) as stream:
+            return _read_stream(stream, limit, f"{name} (decompressed)")
+    except (OSError, EOFError, lzma.LZMAError, zlib.error) as err:
+        raise LogReadError(f"cannot read {name}: not valid {kind} data ({err})") from None
+
+
+def _prepare(data: bytes, name: str, limit: int = MAX_STREAM_BYTES) -> LogSource:
+    """Decompress, re-encode and check bytes read from a stream or a non-plain file."""
+    kind = _compression(data[:8])
+    if kind is not None:
+        data = _decompress(data, kind, limit, name)
+        if _compression(data[:8]) is not None:
+            raise LogReadError(f"cannot read {name}: compressed twice")
+    for mark, encoding in _BOMS:
+        if data.startswith(mark):
+            if encoding != "utf-8":
+                data = data.decode(encoding, "replace").encode("utf-8", "surrogatepass")
+            else:
+                data = data[len(mark) :]
+            break
+    return _checked(data, name, plain_path=None)
+
+
+def _checked(data: Buffer, name: str, plain_path: str | None) -> LogSource:
+    """Refuse binary data; warn about NUL bytes in what is otherwise text."""
+    warnings = []
+    # A log truncated in place (logrotate's copytruncate) starts with NULs: sniff after them.
+    start = _after_nul_run(data)
+    if start and start == len(data):
+        raise LogReadError(f"cannot read {name}: only NUL bytes, no text")
+    if _refuse_binary(bytes(data[start : start + SNIFF_BYTES]), name) or start:
+        warnings.append("the file contains NUL bytes: it may be binary, not a log")
+    return LogSource(data, warnings, plain_path)
+
+
+def _after_nul_run(data: Buffer) -> int:
+    """Offset of the first byte that is not NUL (len(data) when there is none)."""
+    chunk = 1 << 20
+    for start in range(0, len(data), chunk):
+        piece = bytes(data[start : start + chunk])
+        text_at = len(piece) - len(piece.lstrip(b"\x00"))
+        if text_at < len(piece):
+            return start + text_at
+    return len(data)
+
+
+def _refuse_binary(head: bytes, name: str) -> bool:
+    """Raise `LogReadError` when the first block of the input is not text; else whether it
+    holds NUL bytes."""
+    text = head.replace(b"\x00", b"")
+    if head and not text:
+        raise LogReadError(f"cannot read {name}: only NUL bytes, no text")
+    if _looks_binary(text):
+        raise LogReadError(f"cannot read {name}: binary data, not a text log")
+    return len(text) < len(head)
+
+
+def _looks_binary(sample: bytes) -> bool:
+    """Control bytes or undecodable sequences in more than a few percent of the sample."""
+    controls = len(sample) - len(sample.translate(None, _BINARY_BYTES))
+    if controls * 20 > len(sample):
+        return True
+    if sample.isascii():
+        return False
+    undecodable = sample.decode("utf-8", "replace").count("\ufffd")
+    return undecodable * 10 > len(sample)
