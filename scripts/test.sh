@@ -3,6 +3,8 @@
 # Usage: scripts/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The project's tools first: 15-node.sh may put Node 20 there for the steps after it.
+export PATH="$PWD/.venv/bin:$PATH"
 for step in scripts/install/[0-9]*.sh; do
   echo "==> $step"
   bash "$step"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -19,10 +20,18 @@ def test_the_root_holds_the_apache_licence_text() -> None:
 
 
 def test_the_wheel_carries_the_licence_and_its_metadata(tmp_path: Path) -> None:
+    # A copy of what the build reads: setuptools writes build/ and *.egg-info next to the sources.
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(
+        ROOT / "server", source / "server", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+    )
     # Offline: the build backend comes from the test environment, nothing is downloaded.
     offline = ["--no-deps", "--no-index", "--no-build-isolation", "--disable-pip-version-check"]
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", *offline, "-w", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", *offline, "-w", str(tmp_path), str(source)],
         check=True,
         capture_output=True,
         timeout=300,

@@ -36,7 +36,7 @@ if [ ${#need[@]} -gt 0 ]; then
       fail "apt-get install ${need[*]} failed (see /tmp/40-vscode-apt.log)"
   fi
 fi
-command -v node >/dev/null 2>&1 || fail "node is not installed"
+command -v node >/dev/null 2>&1 || fail "node is not installed (scripts/install/15-node.sh installs Node 20)"
 
 # --- npm deps: the extension ----------------------------------------------------------------------------
 # `npm ci` only when the lock changed since the last install (npm writes node_modules/.package-lock.json).
@@ -62,8 +62,10 @@ if [ ! -x "$e2e/node_modules/.bin/code-server" ] || [ ! -f "$e2e/node_modules/.p
   tar czf "$rgcache/ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz" -C "$(dirname "$(command -v rg)")" rg ||
     fail "could not seed the ripgrep cache"
   # unsafe_perm: code-server's install script refuses root otherwise; yes: node-pty runs `npx node-gyp`;
-  # nodedir: build native modules against the local Node headers (no header download).
-  npm_ci "$e2e" npm_config_unsafe_perm=true npm_config_yes=true npm_config_nodedir=/usr ||
+  # nodedir: build native modules against the headers of the Node that runs them (no header download):
+  # /usr for a system Node, the wheel's folder for the one 15-node.sh installs.
+  nodedir="$(dirname "$(dirname "$(node -p 'process.execPath')")")"
+  npm_ci "$e2e" npm_config_unsafe_perm=true npm_config_yes=true npm_config_nodedir="$nodedir" ||
     fail "npm ci of code-server in $e2e failed"
   touch "$e2e/node_modules/.package-lock.json"
 fi
