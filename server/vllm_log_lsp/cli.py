@@ -20,6 +20,7 @@ from typing import TextIO
 from . import __version__
 from .core.analyze import analyze
 from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
+from .core.linebreaks import NewlineLines
 from .core.model import PHASE_TITLES, Analysis, Finding, ResolvedFix
 from .core.source import LogReadError, LogSource, open_log, open_regular, read_regular_text
 
@@ -33,6 +34,7 @@ EXIT_CODES_HELP = (
     "prints the traceback)"
 )
 JSON_SCHEMA_VERSION = 1
+NO_BARE_CR = NewlineLines("")
 #: How standard input is named in reports, text and JSON alike.
 STDIN_NAME = "<stdin>"
 #: The largest launch script `check --fix` edits (scripts are small; this bounds the read).
@@ -106,13 +108,15 @@ def shown_name(path: str) -> str:
     return STDIN_NAME if path == "-" else path
 
 
-def finding_to_json(finding: Finding, lines: list[str] | None = None) -> dict:
-    """The documented JSON shape of one incident (see README, "check --format json")."""
+def finding_to_json(finding: Finding, lines: NewlineLines = NO_BARE_CR) -> dict:
+    """The documented JSON shape of one incident (see README, "check --format json"); line
+    numbers as `grep -n` counts them in the text `lines` was built from."""
     ctx = finding.context
+    root_line, root_column = lines.position(finding.root.line, finding.root.start)
     return {
         "root_cause": {
-            "line": finding.line + 1,
-            "column": finding.root.start + 1,
+            "line": root_line + 1,
+            "column": root_column + 1,
             "text": finding.root_text,
             "cause": finding.rule_id,
             "title": finding.title,
@@ -120,9 +124,11 @@ def finding_to_json(finding: Finding, lines: list[str] | None = None) -> dict:
             "message": finding.message,
             "recognized": finding.recognized,
         },
-        "symptoms": [{"line": s.line + 1, "text": s.text, "kind": s.kind} for s in finding.symptoms],
+        "symptoms": [
+            {"line": lines.line(s.line) + 1, "text": s.text, "kind": s.kind} for s in finding.symptoms
+        ],
         "phase": finding.phase,
-        "phase_line": None if finding.phase_line is None else finding.phase_line + 1,
+        "phase_line": None if finding.phase_line is None else lines.line(finding.phase_line) + 1,
         "evidence": finding.evidence,
         "fixes": [
             {
@@ -150,8 +156,8 @@ def finding_to_json(finding: Finding, lines: list[str] | None = None) -> dict:
     }
 
 
-def render_text(path: str, analysis: Analysis, style: Style) -> str:
-    """Compiler-style report of one file."""
+def render_text(path: str, analysis: Analysis, style: Style, lines: NewlineLines = NO_BARE_CR) -> str:
+    """Compiler-style report of one file, numbered as `grep -n`, less and vim number its lines."""
     out: list[str] = []
     for warning in analysis.warnings:
         out.append(f"{path}: {style.yellow('warning')}: {warning}")
@@ -159,19 +165,19 @@ def render_text(path: str, analysis: Analysis, style: Style) -> str:
         out.append(f"{path}: {style.dim('no engine death found')}")
         return "\n".join(out)
     for finding in analysis.findings:
-        out.extend(_finding_lines(path, finding, style))
+        out.extend(_finding_lines(path, finding, style, lines))
         out.append("")
     return "\n".join(out).rstrip("\n")
 
 
-def _finding_lines(path: str, finding: Finding, style: Style) -> list[str]:
+def _finding_lines(path: str, finding: Finding, style: Style, numbering: NewlineLines) -> list[str]:
     ctx = finding.context
-    head = f"{style.bold(f'{path}:{finding.line + 1}:')} {style.red(finding.rule_id)} — {style.bold(finding.title)}"
+    head = f"{style.bold(f'{path}:{numbering.line(finding.line) + 1}:')} {style.red(finding.rule_id)} — {style.bold(finding.title)}"
     lines = [head, f"  {style.dim('|')} {_excerpt(finding.root_text)}"]
     if finding.message != finding.title:
         lines.append(f"  {finding.message}")
     phase = PHASE_TITLES.get(finding.phase, finding.phase)
-    where = f" (line {finding.phase_line + 1})" if finding.phase_line is not None else ""
+    where = f" (line {numbering.line(finding.phase_line) + 1})" if finding.phase_line is not None else ""
     facts = [f"phase: {phase}{where}"]
     if ctx.vllm_version:
         facts.append(f"vLLM {ctx.vllm_version}")
@@ -184,7 +190,8 @@ def _finding_lines(path: str, finding: Finding, style: Style) -> list[str]:
     for step in finding.next_steps:
         lines.append(f"  next: {step}")
     for symptom in finding.symptoms:
-        lines.append(f"  {style.yellow('symptom')} {path}:{symptom.line + 1}: {_excerpt(symptom.text, 100)}")
+        where = f"{path}:{numbering.line(symptom.line) + 1}"
+        lines.append(f"  {style.yellow('symptom')} {where}: {_excerpt(symptom.text, 100)}")
     return lines
 
 
@@ -214,6 +221,7 @@ def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
             status = EXIT_UNREADABLE
             continue
         analysis = analyze_source(source, catalog)
+        numbering = NewlineLines(source.data) if analysis.findings else NO_BARE_CR
         if analysis.findings and status == EXIT_HEALTHY:
             status = EXIT_DEATH
         if args.format == "json":
@@ -222,11 +230,11 @@ def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
                     "path": name,
                     "error": None,
                     "warnings": list(analysis.warnings),
-                    "incidents": [finding_to_json(f) for f in analysis.findings],
+                    "incidents": [finding_to_json(f, numbering) for f in analysis.findings],
                 }
             )
         else:
-            out.write(render_text(name, analysis, style) + "\n")
+            out.write(render_text(name, analysis, style, numbering) + "\n")
     if args.format == "json":
         out.write(json.dumps({"version": JSON_SCHEMA_VERSION, "files": reports}, indent=2) + "\n")
     return status

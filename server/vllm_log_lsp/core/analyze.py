@@ -25,6 +25,7 @@ from .incidents import (
     symptom_as_root,
     unwrap_candidates,
 )
+from .linebreaks import NewlineLines
 from .model import Analysis, Finding, Precursor, RunSegment
 from .scan import Candidate, Scan, scan_lines, truncate_scan
 from .source import first_invalid_utf8
@@ -115,7 +116,7 @@ def _encoding_warnings(index: LogIndex) -> tuple[str, ...]:
     offset = first_invalid_utf8(index.text)
     if offset is None:
         return ()
-    line = index.line_of(offset) + 1
+    line = NewlineLines(index.text).line(index.line_of(offset)) + 1  # as grep -n numbers it
     return (f"invalid UTF-8 (first seen on line {line}); undecodable bytes shown as U+FFFD",)
 
 

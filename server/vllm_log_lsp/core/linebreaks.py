@@ -1,0 +1,106 @@
+"""Line numbers as `grep -n`, less, vim, Neovim and Emacs count them: only `\\n` ends a line.
+
+The analysis counts lines as LSP does (`LogIndex`: `\\n`, `\\r\\n` and a bare `\\r` each end one),
+which is what VS Code shows. A progress bar redrawn with bare `\\r` (tqdm's `\\r 10%…\\r 20%…`) is
+one line for the other tools, so every line after it has a smaller number there. `NewlineLines`
+maps a core (line, column) to that numbering and back; a core line that starts after a bare `\\r`
+is a piece of a longer line there, so its columns move right by the text before it.
+
+Built from the text in one C-speed pass; when the text has no bare `\\r` every mapping is the
+identity and costs nothing.
+"""
+
+from __future__ import annotations
+
+import bisect
+import mmap
+import re
+from array import array
+
+from .text import Text
+
+_BARE_CR = re.compile(r"\r(?!\n)")
+_BARE_CR_BYTES = re.compile(rb"\r(?!\n)")
+
+
+class NewlineLines:
+    """Maps core line numbers (LSP's) to `\\n`-only line numbers and back."""
+
+    def __init__(self, text: Text) -> None:
+        self.text = text
+        self.is_bytes = not isinstance(text, str)
+        self._nl = b"\n" if self.is_bytes else "\n"
+        #: Offsets of the bare `\r`s, and for each the number of `\n` before it.
+        self._crs = array("q")
+        self._nl_before = array("q")
+        if text.find(b"\r" if self.is_bytes else "\r") < 0:
+            return
+        pattern = _BARE_CR_BYTES if self.is_bytes else _BARE_CR
+        newlines, counted_to = 0, 0
+        for match in pattern.finditer(text):
+            offset = match.start()
+            newlines += self._count_newlines(counted_to, offset)
+            counted_to = offset
+            self._crs.append(offset)
+            self._nl_before.append(newlines)
+        # The core line that each bare `\r` ends: its `\n` line plus the bare `\r`s before it.
+        self._ends = array("q", (n + i for i, n in enumerate(self._nl_before)))
+
+    @property
+    def identity(self) -> bool:
+        """Whether both numberings agree everywhere (no bare `\\r`)."""
+        return not self._crs
+
+    def line(self, core_line: int) -> int:
+        """The `\\n`-only number of core line `core_line` (both 0-based)."""
+        if not self._crs:
+            return core_line
+        return core_line - bisect.bisect_left(self._ends, core_line)
+
+    def position(self, core_line: int, column: int) -> tuple[int, int]:
+        """(line, code-point column) in the `\\n`-only numbering of a core position."""
+        if not self._crs:
+            return core_line, column
+        before = bisect.bisect_left(self._ends, core_line)
+        if before and self._ends[before - 1] == core_line - 1:  # it starts just after a bare \r
+            column += self._code_points(self._line_start(self._crs[before - 1]), self._crs[before - 1] + 1)
+        return core_line - before, column
+
+    def core_position(self, line: int, column: int) -> tuple[int, int]:
+        """The core (line, code-point column) of a position in the `\\n`-only numbering."""
+        if not self._crs:
+            return line, column
+        first = bisect.bisect_left(self._nl_before, line)  # bare \r on earlier lines
+        last = bisect.bisect_right(self._nl_before, line)  # ... and on this one
+        core_line = line + first
+        if first == last:
+            return core_line, column
+        start = self._line_start(self._crs[first])
+        piece_start = 0
+        for i in range(first, last):  # the pieces of this line, each after one bare \r
+            after = self._code_points(start, self._crs[i] + 1)
+            if column < after:
+                break
+            core_line, piece_start = line + i + 1, after
+        return core_line, column - piece_start
+
+    def core_line_range(self, line: int) -> tuple[int, int]:
+        """The first and last core lines that make up `\\n`-only line `line`."""
+        first = bisect.bisect_left(self._nl_before, line)
+        last = bisect.bisect_right(self._nl_before, line)
+        return line + first, line + last
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _count_newlines(self, start: int, end: int) -> int:
+        text = self.text
+        if isinstance(text, mmap.mmap):  # mmap has no count(): count a copy of the range
+            return text[start:end].count(b"\n")
+        return text.count(self._nl, start, end)
+
+    def _line_start(self, offset: int) -> int:
+        return self.text.rfind(self._nl, 0, offset) + 1
+
+    def _code_points(self, start: int, end: int) -> int:
+        if not self.is_bytes:
+            return end - start
+        return len(bytes(self.text[start:end]).decode("utf-8", "replace"))
