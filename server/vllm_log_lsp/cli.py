@@ -312,7 +312,7 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog) -> int:
         found = "no engine death found" if not analysis.findings else "no fix that edits a launch script"
         print(f"vllm-log-lsp: nothing to change: {found} in {shown_name(log)}", file=sys.stderr)
         return EXIT_NOTHING_TO_FIX
-    refused = None
+    refused = already = None
     for finding, number, fix in choices:
         result = fix_text(text, script, fix.ops, context=finding.context, captures=dict(finding.evidence))
         if result.changed:
@@ -334,9 +334,10 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog) -> int:
             return EXIT_FIXED
         if result.status == "skipped" and refused is None:
             refused = result.reason
+        already = already or (result.summary if result.status == "unchanged" else None)
     if refused is not None:
         return fail(refused)
-    print(f"vllm-log-lsp: nothing to change: {script} already has the fix", file=sys.stderr)
+    print(f"vllm-log-lsp: nothing to change: {already or script + ' already has the fix'}", file=sys.stderr)
     return EXIT_NOTHING_TO_FIX
 
 

@@ -26,6 +26,14 @@ def copy(tmp_path: Path, fixture: str, name: str | None = None) -> Path:
     return Path(shutil.copy(LAUNCH / fixture, tmp_path / name))
 
 
+def logged_run_007(tmp_path: Path, fixture: str = "continuations.sh") -> Path:
+    """A copy of `fixture` as the script of 007.log's run: 1024 sequences (its sampler warmed up
+    1024 dummy requests), so the log's advice is 512."""
+    path = copy(tmp_path, fixture, "serve.sh")
+    path.write_text(path.read_text().replace("--max_num_seqs=256", "--max_num_seqs=1024"))
+    return path
+
+
 def check_fix(capsys, *args: str) -> tuple[int, str, str]:
     code = main(["check", *args])
     out, err = capsys.readouterr()
@@ -34,31 +42,33 @@ def check_fix(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_prints_the_preferred_fix_as_a_diff(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    serve = copy(tmp_path, "continuations.sh", "serve.sh")
+    serve = logged_run_007(tmp_path)
     before = serve.read_text()
     code, out, err = check_fix(capsys, str(CRASH / "007.log"), "--fix", "serve.sh")
     assert code == 1
     assert out.startswith("--- a/serve.sh\n+++ b/serve.sh\n@@ ")
-    assert "-    --max_num_seqs=256 \\\n+    --max_num_seqs=128 \\\n" in out
+    assert "-    --max_num_seqs=1024 \\\n+    --max_num_seqs=512 \\\n" in out
     assert out.count("\n-") == 1 and out.count("\n+") == 2  # the headers' `+++` and one line
-    assert "fix 1 of oom-sampler-warmup" in err and "serve.sh:15: --max-num-seqs 256 → 128" in err
+    assert "fix 1 of oom-sampler-warmup" in err and "serve.sh:15: --max-num-seqs 1024 → 512" in err
     assert serve.read_text() == before  # without --write nothing is written
 
 
 def test_write_applies_once(tmp_path, capsys) -> None:
-    serve = copy(tmp_path, "continuations.sh", "serve.sh")
+    serve = logged_run_007(tmp_path)
     code, out, _ = check_fix(capsys, str(CRASH / "007.log"), "--fix", str(serve), "--write")
-    assert code == 1 and "+    --max_num_seqs=128" in out
+    assert code == 1 and "+    --max_num_seqs=512" in out
     fixed = serve.read_text()
     subprocess.run(["bash", "-n", str(serve)], check=True)
-    assert invocations_in_text(str(serve), fixed)[0].flags["--max-num-seqs"] == "128"
+    assert invocations_in_text(str(serve), fixed)[0].flags["--max-num-seqs"] == "512"
 
     code, out, err = check_fix(capsys, str(CRASH / "007.log"), "--fix", str(serve), "--write")
-    assert code == 1 and "+    --gpu-memory-utilization 0.85" in out  # fix 1 is in: fix 2 is next
+    assert (
+        code == 1 and "+    --gpu-memory-utilization 0.85" in out
+    )  # fix 1 is in (no 512 → 256): fix 2 is next
     assert "fix 2 of oom-sampler-warmup" in err and "--gpu-memory-utilization 0.85" in err
     code, out, err = check_fix(capsys, str(CRASH / "007.log"), "--fix", str(serve))
     assert (code, out) == (0, "")
-    assert "nothing to change" in err
+    assert "nothing to change: serve.sh:13: already applied: --max-num-seqs 512" in err
 
 
 def test_fix_index_picks_another_fix(tmp_path, capsys) -> None:
@@ -137,13 +147,13 @@ def test_exit_code_of_the_real_command(tmp_path) -> None:
 
 def test_write_keeps_crlf_line_ends(tmp_path, capsys) -> None:
     """A script saved by a Windows editor: every line, the continuation ones too, stays CRLF."""
-    serve = tmp_path / "serve.sh"
-    text = (LAUNCH / "continuations.sh").read_text().replace("\n", "\r\n")
+    serve = logged_run_007(tmp_path)
+    text = serve.read_text().replace("\n", "\r\n")
     serve.write_bytes(text.encode())
     code, _, _ = check_fix(capsys, str(CRASH / "007.log"), "--fix", str(serve), "--write")
     assert code == 1
     fixed = serve.read_bytes().decode()
-    assert fixed == text.replace("--max_num_seqs=256", "--max_num_seqs=128")
+    assert fixed == text.replace("--max_num_seqs=1024", "--max_num_seqs=512")
     # and the next fix adds a continuation line, in CRLF, after the `\`+CR of the last one
     code, _, _ = check_fix(capsys, str(CRASH / "007.log"), "--fix", str(serve), "--write")
     again = serve.read_bytes().decode()

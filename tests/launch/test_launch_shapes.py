@@ -177,9 +177,10 @@ def test_derivation_starts_from_the_script_and_is_not_repeated() -> None:
     assert once.summary == "run.sh:1: --max-num-seqs 512 → 256"
     twice = fix_text(once.new_text, "run.sh", [HALVE_SEQS], context=context)
     assert twice.status == "unchanged"
-    # the script was changed by hand since the crash: derive from what it says now
+    assert twice.summary == "run.sh:1: already applied: --max-num-seqs 256"
+    # the script was changed by hand since the crash, not far enough: the log's advice
     edited = fix_text("vllm serve m --max-num-seqs 300\n", "run.sh", [HALVE_SEQS], context=context)
-    assert edited.new_text == "vllm serve m --max-num-seqs 150\n"
+    assert edited.new_text == "vllm serve m --max-num-seqs 256\n"
 
 
 def test_derivation_from_the_default_when_neither_script_nor_log_sets_it() -> None:

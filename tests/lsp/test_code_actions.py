@@ -110,11 +110,19 @@ async def workspace(client: LanguageClient, folder: Path) -> AsyncIterator[str]:
 
 
 def script(folder: Path, fixture: str, name: str | None = None, model: str | None = None) -> Path:
-    """A copy of a launch fixture in `folder` (`.py.txt` fixtures become `.py`)."""
+    """A copy of a launch fixture in `folder` (`.py.txt` fixtures become `.py`).
+
+    With `model=MODEL_007` it is the script of 007.log's run, which had 1024 sequences (its
+    sampler warmed up 1024 dummy requests): the log's advice is then 1024 → 512.
+    """
     name = name or (fixture[: -len(".txt")] if fixture.endswith(".py.txt") else fixture)
     text = (LAUNCH / fixture).read_text(encoding="utf-8")
     if model is not None:
         text = text.replace(FIXTURE_MODEL, model)
+    if model == MODEL_007:
+        text = text.replace("--max_num_seqs=256", "--max_num_seqs=1024").replace(
+            "--max-num-seqs 256", "--max-num-seqs 1024"
+        )
     path = folder / name
     path.write_text(text, encoding="utf-8")
     return path
@@ -250,7 +258,7 @@ async def test_shell_script_fix_is_preferred_and_applies_once(client, tmp_path):
         uri, root = await open_log(client, tmp_path, "007.log")  # sampler OOM → halve --max-num-seqs
         actions = await actions_for(client, uri, root)
         assert titles(actions) == [
-            "Fix: Lower the number of concurrent sequences — serve.sh:15: --max-num-seqs 256 → 128",
+            "Fix: Lower the number of concurrent sequences — serve.sh:15: --max-num-seqs 1024 → 512",
             "Fix: Leave more memory outside vLLM's budget — serve.sh:17: added --gpu-memory-utilization 0.85",
         ]
         first = actions[0]
@@ -263,16 +271,26 @@ async def test_shell_script_fix_is_preferred_and_applies_once(client, tmp_path):
         assert_parses(serve, new)
         assert_only_invocation_changed(serve, old, new)
         (invocation,) = invocations_in_text(str(serve), new)
-        assert invocation.flags["--max-num-seqs"] == "128"
+        assert invocation.flags["--max-num-seqs"] == "512"
         assert flag_count(new, "--max-num-seqs") == 1
 
-        # Saved to disk: the same fix is not offered again (no 128 → 64), the other one still is.
+        # Saved to disk: the same fix is not offered again (no 512 → 256), the other one still is;
+        # a client that shows disabled actions is told the first one is already applied.
         serve.write_text(new)
         watched_change(client, serve)
         again = await actions_for(client, uri, root)
-        assert titles(again) == [
+        other = (
             "Fix: Leave more memory outside vLLM's budget — serve.sh:17: added --gpu-memory-utilization 0.85"
-        ]
+        )
+        if is_vscode(client):
+            assert titles(again) == [
+                "Fix: Lower the number of concurrent sequences — serve.sh: already applied",
+                other,
+            ]
+            assert again[0].edit is None and again[0].disabled is not None
+            assert again[0].disabled.reason == "serve.sh:13: already applied: --max-num-seqs 512"
+        else:
+            assert titles(again) == [other]
         close(client, uri)
 
 
@@ -313,7 +331,10 @@ async def test_every_format_is_fixed_in_place(client, tmp_path):
             path.write_text(new)
             watched_change(client, path)
             again = await actions_for(client, uri, root)
-            assert first.title.split(" — ")[0] not in {a.title.split(" — ")[0] for a in again}, fixture
+            same = [a for a in again if a.title.split(" — ")[0] == first.title.split(" — ")[0]]
+            # not offered again: at most a disabled "already applied" for clients that show those
+            assert all(a.edit is None and a.title.endswith(": already applied") for a in same), fixture
+            assert len(same) == (1 if is_vscode(client) else 0), (fixture, titles(again))
             close(client, uri)
 
 
@@ -322,7 +343,7 @@ async def test_columns_follow_the_position_encoding(client, tmp_path):
     serve.write_text(
         "#!/bin/sh\n"
         "# Démarrage du serveur 🚀 (modèle quantifié)\n"
-        f'vllm serve {MODEL_007} --served-model-name "modèle-🚀" --max-num-seqs 256 --port 8000\n',
+        f'vllm serve {MODEL_007} --served-model-name "modèle-🚀" --max-num-seqs 1024 --port 8000\n',
         encoding="utf-8",
     )
     old = serve.read_text(encoding="utf-8")
@@ -330,15 +351,15 @@ async def test_columns_follow_the_position_encoding(client, tmp_path):
         uri, root = await open_log(client, tmp_path, "007.log")
         actions = await actions_for(client, uri, root)
         first = actions[0]
-        assert first.title.endswith("serve.sh:3: --max-num-seqs 256 → 128")
+        assert first.title.endswith("serve.sh:3: --max-num-seqs 1024 → 512")
         _, _, edits = edits_of(client, first)
         line = old.split("\n")[2]
-        column = line.index("256")
+        column = line.index("1024")
         (edit,) = edits
         assert edit.range.start.character == units(line[:column], encoding_of(client))
         assert edit.range.start.character != column  # the prefix is not ASCII
         new = apply_action(client, first, serve)
-        assert new == old.replace("--max-num-seqs 256", "--max-num-seqs 128")
+        assert new == old.replace("--max-num-seqs 1024", "--max-num-seqs 512")
         close(client, uri)
 
 
@@ -357,13 +378,13 @@ async def test_open_modified_script_is_edited_in_its_open_version(client, tmp_pa
         uri, root = await open_log(client, tmp_path, "007.log")
         actions = await actions_for(client, uri, root)
         first = actions[0]
-        assert first.title.endswith("serve.sh:3: --max-num-seqs 256 → 128")  # line 3 of the buffer
+        assert first.title.endswith("serve.sh:3: --max-num-seqs 1024 → 512")  # line 3 of the buffer
         edit_uri, version, _ = edits_of(client, first)
         assert edit_uri == script_uri
         if is_vscode(client):
             assert version == 7
         new = apply_action(client, first, serve, text=buffer)
-        assert new == buffer.replace("256", "128")
+        assert new == buffer.replace("1024", "512")
 
         # Edited in the editor (didChange) and saved (didSave): the fix is in, nothing offered.
         client.text_document_did_change(
@@ -377,7 +398,8 @@ async def test_open_modified_script_is_edited_in_its_open_version(client, tmp_pa
             types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(script_uri))
         )
         again = await actions_for(client, uri, root)
-        assert not any("Lower the number of concurrent sequences" in t for t in titles(again)), titles(again)
+        lowered = [a for a in again if "Lower the number of concurrent sequences" in a.title]
+        assert all(a.edit is None and a.title.endswith("already applied") for a in lowered), titles(again)
         close(client, script_uri)
         close(client, uri)
 
@@ -453,7 +475,7 @@ async def test_new_script_found_after_watched_file_event(client, tmp_path):
         serve = script(tmp_path, "one_line.sh", "serve.sh", model=MODEL_007)
         watched_change(client, serve, types.FileChangeType.Created)
         assert titles(await actions_for(client, uri, root))[0].endswith(
-            "serve.sh:2: --max-num-seqs 256 → 128"
+            "serve.sh:2: --max-num-seqs 1024 → 512"
         )
         close(client, uri)
     if is_vscode(client):  # the server asked VS Code to watch launch files
@@ -474,9 +496,9 @@ async def test_hover_previews_each_fix(client, tmp_path):
             if "searching" not in fixes:
                 break
             await asyncio.sleep(0.02)
-        assert "↳ `serve.sh:15: --max-num-seqs 256 → 128`" in fixes
+        assert "↳ `serve.sh:15: --max-num-seqs 1024 → 512`" in fixes
         assert "↳ `serve.sh:17: added --gpu-memory-utilization 0.85`" in fixes
-        assert fixes.index("→ 128") < fixes.index("gpu-memory-utilization 0.85`")
+        assert fixes.index("→ 512") < fixes.index("gpu-memory-utilization 0.85`")
         close(client, uri)
 
 

@@ -15,7 +15,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 
-from ..core.model import FixOp, ResolvedOp, RunContext
+from ..core.model import FixOp, ResolvedOp, RunContext, ValueSpec
 from ..core.values import resolve_value
 from ..core.versions import Version, parse_version
 from .argv import same_value
@@ -123,12 +123,15 @@ def fix_text(
     current = text
     changes: list[str] = []
     intended: list[tuple[FixOp, str | None]] = []
+    safer: dict[int, str] = {}  # op number → the log's advice, where the script is safer already
     for op_like in ops:
         op, fallback = (op_like.op, op_like.value) if isinstance(op_like, ResolvedOp) else (op_like, None)
         site = sites[index]
-        value = value_for(op, site, context, captures, fallback)
+        value, advice = value_for(op, site, context, captures, fallback)
         if value is None and op.op != "add_flag":
             return skipped(f"no value can be computed for {op.name}", invocation)
+        if advice is not None and not same_value(value, advice):
+            safer[len(intended)] = advice
         plan = site.plan(op, value, version)
         if isinstance(plan, str):
             return skipped(plan, invocation)
@@ -148,8 +151,11 @@ def fix_text(
     if failure:
         return skipped(failure, invocation)
     if current == text:
-        already = "; ".join(_describe(op, value) for op, value in intended)
-        summary = f"{name}:{invocation.line + 1}: already set ({already})"
+        already = ", ".join(
+            _describe(op, value) + (f" (at least as safe as {safer[i]})" if i in safer else "")
+            for i, (op, value) in enumerate(intended)
+        )
+        summary = f"{name}:{invocation.line + 1}: already applied: {already}"
         return FixResult(path, "unchanged", original, original, summary=summary, invocation=invocation)
     new_text = with_line_endings(original, text, current)
     edits = diff_edits(original, new_text)
@@ -172,26 +178,60 @@ def value_for(
     context: RunContext | None,
     captures: dict[str, str] | None,
     fallback: str | None = None,
-) -> str | None:
-    """The op's value for this script: derivations start from the script's current value.
+) -> tuple[str | None, str | None]:
+    """(the value to set, the log's advice) for one op on this script.
 
-    Idempotence for derivations: the crashed run used the log's value (or, when the log
-    does not list the flag, the default). When the script no longer holds that value but
-    holds what the fix derives from it, the fix is already in: halving 256 → 128 happens
-    once, not 128 → 64 on a second apply.
+    The advice is computed from the log alone (the hover shows the same value): a capture, or a
+    derivation from what the crashed run used (the log's args, else vLLM's default). It is
+    never stepped further from the script's value: a script that already holds the advice, or
+    a value at least as safe (lower where the fix lowers, higher where it raises), keeps its
+    value, so a second apply changes nothing (512 → 256 once, not → 128 → 64).
     """
     if op.op == "add_flag":
-        return None
+        return None, None
+    advice, _ = resolve_value(op.value, captures or {}, None, log_value_for(op, context))
+    if advice is None:
+        advice = fallback
     current = site.current(op)
-    log_value = log_value_for(op, context)
-    value, _ = resolve_value(op.value, captures or {}, current, log_value)
-    spec = op.value
-    crashed = log_value if log_value is not None else (spec.default if spec else None)
-    if spec is not None and spec.derive and current is not None and crashed is not None:
-        expected, _ = resolve_value(spec, captures or {}, crashed, crashed)
-        if not same_value(current, crashed) and same_value(current, expected):
-            value = current
-    return value if value is not None else fallback
+    if advice is None or current is None or op.op == "set_env":
+        return advice, advice
+    if at_least_as_safe(op.value, current, advice, log_value_for(op, context)):
+        return current, advice
+    return advice, advice
+
+
+def at_least_as_safe(spec: ValueSpec | None, current: str, advice: str, crashed: str | None) -> bool:
+    """Whether the script's `current` value already goes as far as the advice, or further.
+
+    The safe direction is the derivation's (halve and step_down lower, step_up raises), else
+    the way the advice moves from the crashed run's value; without one, only equal counts.
+    """
+    if same_value(current, advice):
+        return True
+    direction = _safe_direction(spec, advice, crashed)
+    now, wanted = _number(current), _number(advice)
+    if direction == 0 or now is None or wanted is None:
+        return False
+    return (now - wanted) * direction >= 0
+
+
+def _safe_direction(spec: ValueSpec | None, advice: str, crashed: str | None) -> int:
+    """-1 when lower values are safer for this fix, 1 when higher ones are, 0 when unknown."""
+    if spec is not None and spec.derive in ("halve", "step_down"):
+        return -1
+    if spec is not None and spec.derive == "step_up":
+        return 1
+    before, after = _number(crashed), _number(advice)
+    if before is None or after is None or before == after:
+        return 0
+    return 1 if after > before else -1
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None
 
 
 def log_value_for(op: FixOp, context: RunContext | None) -> str | None:
@@ -251,8 +291,9 @@ def _target(op: FixOp) -> str:
 
 
 def _describe(op: FixOp, value: str | None) -> str:
+    """`--max-num-seqs 256`, `--enforce-eager`, `CUDA_LAUNCH_BLOCKING=1`."""
     if op.op == "add_flag":
         return op.name
     if op.op == "set_env":
         return f"{op.name}={value}"
-    return f"{_target(op)}={value}"
+    return f"{_target(op)} {value}"

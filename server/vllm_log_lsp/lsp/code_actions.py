@@ -102,7 +102,8 @@ class OpenScript:
 class FixPlan:
     """One fix of a finding, applied to one invocation, or rebuilt as a command.
 
-    Exactly one of `result` (status `changed` or `skipped`) and `command` is set.
+    Exactly one of `result` (status `changed`, `skipped`, or `unchanged`: the script has the
+    fix already) and `command` is set.
     """
 
     fix_index: int
@@ -176,8 +177,9 @@ def plan_fixes(
     """Every fix of `finding` that has operations, applied to its plausible invocations.
 
     Fixes in the finding's order; within a fix, candidates best first. An invocation that
-    already has the fix gives no plan. `preferred` marks the first actionable fix on the best
-    candidate, when the ranking says that candidate is clearly the logged run.
+    already has the fix gives no plan, except the best candidate: its plan says "already
+    applied" (rather than nothing, or a step further). `preferred` marks the first actionable
+    fix on the best candidate, when the ranking says that candidate is clearly the logged run.
     """
     ranking = rank_invocations(invocations, finding.context)
     candidates = plausible(ranking.candidates, max_candidates)
@@ -199,7 +201,7 @@ def plan_fixes(
                 context=finding.context,
                 captures=captures,
             )
-            if result.status == "unchanged":
+            if result.status == "unchanged" and rank > 0:
                 continue
             preferred = ranking.preferred and rank == 0 and index == first and result.changed
             plans.append(FixPlan(index, resolved, result=result, preferred=preferred))
@@ -288,6 +290,13 @@ def code_action(
         )
     result = plan.result
     assert result is not None
+    if result.status == "unchanged":  # only offered to clients that show disabled actions
+        name = os.path.basename(result.path)
+        return types.CodeAction(
+            title=f"{title} — {name}: already applied",
+            disabled=types.CodeActionDisabled(reason=result.summary),
+            **common,
+        )
     if result.changed:
         return types.CodeAction(
             title=f"{title} — {result.summary}",
@@ -574,6 +583,7 @@ def register(server: VllmLogServer) -> None:
             code_action(plan, diagnostic, open_scripts, support)
             for (_, diagnostic), plans in zip(requested, all_plans, strict=True)
             for plan in plans
+            if support.disabled or plan.result is None or plan.result.status != "unchanged"
         ] or None
 
     @server.command(COPY_FIXED_COMMAND)
