@@ -20,6 +20,18 @@ def crash_labels(folder: Path = CRASH) -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
+# Where our root-cause line differs from a label, the line (grep numbering) we report and why
+# we believe it.
+ROOT_DISAGREEMENTS = {
+    # The engine was killed without a word (no traceback, no `Killed`); the label points at the
+    # KV-cache sizing line because its CPU swap blocks hint at host memory, but nothing in the log
+    # says which work was running when the process vanished. We report the first consequence
+    # (the API server's engine client finding the socket closed), whose rule says what a silent
+    # kill means; the sizing line is the last engine line the hover's explanation points to.
+    "107.log": 31,
+}
+
+
 def healthy_logs() -> list[Path]:
     return sorted(HEALTHY.glob("*.log"))
 
@@ -33,6 +45,22 @@ def lsp_lines(text: str) -> list[str]:
     import re
 
     return re.split(r"\r\n|\r|\n", text)
+
+
+def grep_numbering(text: str):
+    """A function from a 0-based LSP line (\\r\\n, \\r and \\n end a line) to the 1-based line
+    number `grep -n` prints (only \\n ends a line): the labels count lines the grep way."""
+    import bisect
+    import re
+
+    lsp_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r(?!\n)|\n", text)]
+    newline_ends = [m.end() for m in re.finditer(r"\n", text)]
+
+    def to_grep(lsp_line: int) -> int:
+        offset = lsp_starts[min(lsp_line, len(lsp_starts) - 1)]
+        return bisect.bisect_right(newline_ends, offset) + 1
+
+    return to_grep
 
 
 # -- real-editor tests ---------------------------------------------------------------------------

@@ -123,6 +123,11 @@ def finding_to_json(finding: Finding, lines: NewlineLines = NO_BARE_CR) -> dict:
             "family": finding.family,
             "message": finding.message,
             "recognized": finding.recognized,
+            "why": finding.why,
+            "confidence": finding.confidence,
+            "considered": [
+                {"line": c.line + 1, "text": c.text, "why_not": c.why_not} for c in finding.considered
+            ],
         },
         "symptoms": [
             {"line": lines.line(s.line) + 1, "text": s.text, "kind": s.kind} for s in finding.symptoms

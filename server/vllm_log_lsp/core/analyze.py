@@ -79,17 +79,24 @@ class Analyzer:
         # Re-read the last line (it may have been cut) and the one before it (a trailing `\r`
         # may turn out to be half of a `\r\n`).
         stable = old_index.line_start_at(max(0, old_index.line_start_at(len(old)) - 1))
+        # A traceback still open at the old end, or one whose last lines are read again, is
+        # read again whole (its lines would otherwise be parsed as lines of their own).
+        stable_line = old_index.line_of(stable)
         for tb in scan.tracebacks:
-            if tb.open:
+            if tb.open or tb.last_line >= stable_line:
                 stable = min(stable, scan.offsets.get(tb.header_line, 0))
+        # In the new text the cut may have fallen between the halves of a `\r\n`: start at
+        # the beginning of the line that holds it.
+        if index.inside_crlf(stable):
+            stable = index.line_start_at(stable - 1)
         return truncate_scan(scan, index.line_of(stable)), stable
 
 
 def _analysis(index: LogIndex, catalog: Catalog, scan: Scan, warnings: tuple[str, ...]) -> Analysis:
-    incidents = group_incidents(scan)
+    pools = unwrap_candidates(catalog, scan)
+    incidents = group_incidents(index, catalog, scan, pools)
     findings: list[Finding] = []
     runs: dict[tuple[str, int], RunSegment] = {}
-    pools = unwrap_candidates(catalog, scan) if incidents else []
     for incident in incidents:
         finding = _diagnose(index, catalog, scan, incident, runs, pools)
         if finding is not None:
@@ -132,7 +139,8 @@ def _diagnose(
     run_start = starts[incident.run_index - 1] if incident.run_index > 0 else 0
     next_run = starts[incident.run_index] if incident.run_index < len(starts) else 1 << 60
     window = (run_start, next_run)
-    cand = choose_root(index, catalog, scan, incident, window, pools) or symptom_as_root(incident)
+    choice = choose_root(index, catalog, scan, incident, window, pools)
+    cand = choice.candidate if choice is not None else symptom_as_root(incident)
     event = cand.event
     root_offset = offset_of(index, scan, event.line)
     run_offset = offset_of(index, scan, run_start) if run_start else 0
@@ -142,7 +150,11 @@ def _diagnose(
         context = read_context(index, run_offset, root_offset + 1)
         runs[key] = RunSegment(run_start, end_line, incident.outer, context)
     context = runs[key].context
-    return build_finding(index, catalog, scan, incident, cand, context, run_offset, root_offset)
+    finding = build_finding(index, catalog, scan, incident, cand, context, run_offset, root_offset)
+    if choice is None:
+        why = "no exception or fault was printed for this death: its most telling symptom stands in"
+        return replace(finding, why=why, confidence="low")
+    return replace(finding, why=choice.why, considered=choice.considered, confidence=choice.confidence)
 
 
 def offset_of(index: LogIndex, scan: Scan, line: int) -> int:

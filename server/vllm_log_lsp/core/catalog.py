@@ -122,6 +122,7 @@ class Marker:
     wrapper: bool = False  # symptom: an exception of this text never is the cause
     explanation: str = ""
     after_death_only: bool = False
+    last_resort: bool = False  # survived: still the root when nothing else explains the death
     offset: int = 0  # run_start: the run starts this many lines after the marker
 
 
@@ -264,6 +265,7 @@ MARKER_KINDS = (
     "fault",
     "signal",
     "decoy",
+    "survived",
     "phase",
     "phase_frame",
     "run_start",
@@ -480,6 +482,7 @@ def _parse_markers(
                     wrapper=bool(raw.get("wrapper", False)),
                     explanation=raw.get("explanation", "").strip(),
                     after_death_only=bool(raw.get("after_death_only", False)),
+                    last_resort=bool(raw.get("last_resort", False)),
                     offset=int(raw.get("offset", 0)),
                 )
             )

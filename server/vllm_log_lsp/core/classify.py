@@ -64,10 +64,14 @@ def phase_for(
     index: LogIndex, catalog: Catalog, frames: list[str], lo: int, hi: int
 ) -> tuple[str, int | None]:
     """The crash phase: from the root's frames when they tell, else the last marker before it."""
-    for frame in reversed(frames):  # innermost call first: it tells the most
-        for marker in catalog.markers_of("phase_frame"):
-            if marker.pattern.search(frame):
-                return marker.phase, None
+    # Innermost call first: it tells the most. The serving step also runs inside the memory
+    # profiling, warm-up and graph-capture calls, so it speaks only when none of them does.
+    markers = sorted(catalog.markers_of("phase_frame"), key=lambda m: m.phase == "serving")
+    for serving in (False, True):
+        for frame in reversed(frames):
+            for marker in markers:
+                if (marker.phase == "serving") == serving and marker.pattern.search(frame):
+                    return marker.phase, None
     best_pos, best_phase = -1, "startup"
     for marker in catalog.markers_of("phase"):
         pos = index.rfind(marker.literal, max(lo, best_pos + 1), hi)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from . import catalog as catalog_mod
 from .catalog import Catalog, Marker
 from .lines import parse_line
-from .model import ExceptionEvent, LogLine, Symptom
+from .model import Confidence, Considered, ExceptionEvent, LogLine, Symptom
 from .scan import FATAL_LEVELS, MAX_LINE, Candidate, Scan
 from .text import LogIndex
 
@@ -54,21 +54,166 @@ def run_lines(scan: Scan, outer: str) -> list[int]:
     return merged
 
 
-def group_incidents(scan: Scan) -> list[Incident]:
-    incidents: dict[tuple[str, int], Incident] = {}
+def group_incidents(index: LogIndex, catalog: Catalog, scan: Scan, pools: list[Candidate]) -> list[Incident]:
+    """One incident per death: the symptoms of each run, and the runs that died silently (see
+    `silent_deaths`)."""
     anchors = list(scan.symptoms)
     anchors.extend(_uncaught_tracebacks(scan))
-    anchors.sort(key=lambda item: item[0].line)
+    incidents = _by_run(scan, anchors)
+    incidents.extend(silent_deaths(index, catalog, scan, pools, incidents))
+    ordered = sorted(incidents, key=lambda inc: inc.symptoms[0][0].line)
+    return _attach_unprefixed(ordered)
+
+
+def _by_run(scan: Scan, anchors: list[tuple[Symptom, Marker, LogLine]]) -> list[Incident]:
+    incidents: dict[tuple[str, int], Incident] = {}
     starts_of: dict[str, list[int]] = {}
-    for symptom, marker, line in anchors:
+    for symptom, marker, line in sorted(anchors, key=lambda item: item[0].line):
         outer = line.outer or ""
         if outer not in starts_of:
             starts_of[outer] = run_lines(scan, outer)
         key = (outer, bisect.bisect_right(starts_of[outer], symptom.line))
         incident = incidents.setdefault(key, Incident(outer, key[1]))
         incident.symptoms.append((symptom, marker, line))
-    ordered = sorted(incidents.values(), key=lambda inc: inc.symptoms[0][0].line)
-    return _attach_unprefixed(ordered)
+    return list(incidents.values())
+
+
+# A death with no symptom line: at most this many lines may follow the last error of its run...
+_TAIL_LINES = 300
+# ... and of those, at most this many may be ordinary INFO lines (shutdown chatter).
+_TAIL_INFO = 6
+
+_SILENT = Marker("symptom", "silent-death", "", catalog_mod.compile_pattern("."), "Silent death")
+
+
+def silent_deaths(
+    index: LogIndex,
+    catalog: Catalog,
+    scan: Scan,
+    pools: list[Candidate],
+    incidents: list[Incident],
+) -> list[Incident]:
+    """Runs that died without any vLLM symptom line: an excerpt that ends in or right after a
+    fatal traceback, a V0 engine or an offline `LLM(...)` run that raised, a fatal fault, a stop
+    signal before the server ever served. The run's last fatal error is the death's anchor when
+    its process made no progress after it and the run ends (or the log does) soon after."""
+    taken = {(inc.outer, inc.run_index) for inc in incidents}
+    last: dict[tuple[str, int], Candidate] = {}
+    starts_of: dict[str, list[int]] = {}
+    for cand in pools:
+        if cand.tier > 2:
+            continue
+        owner = scan.lines.get(cand.event.traceback_start or cand.event.line)
+        outer = (owner.outer if owner is not None else None) or ""
+        if outer not in starts_of:
+            starts_of[outer] = run_lines(scan, outer)
+        key = (outer, bisect.bisect_right(starts_of[outer], cand.event.line))
+        if key in taken or _decoy_reason(catalog, cand, 1 << 60):
+            continue
+        previous = last.get(key)
+        if previous is None or _end_line(cand) >= _end_line(previous) or previous.tier == 2 < cand.tier:
+            last[key] = cand
+    found = []
+    for (outer, run_index), cand in last.items():
+        starts = starts_of[outer]
+        run_end = starts[run_index] if run_index < len(starts) else None
+        if _is_silent_death(index, catalog, scan, cand, outer, starts, run_index, run_end):
+            symptom = Symptom(
+                cand.event.line,
+                cand.event.span,
+                "silent-death",
+                "The process stopped after this error",
+                cand.event.text,
+            )
+            line = scan.lines.get(cand.event.line) or LogLine(cand.event.line, "", "", 0, outer=outer or None)
+            found.append(Incident(outer, run_index, [(symptom, _SILENT, line)]))
+    return found
+
+
+def _end_line(cand: Candidate) -> int:
+    return cand.traceback.last_line if cand.traceback is not None else cand.event.line
+
+
+def _is_silent_death(
+    index: LogIndex,
+    catalog: Catalog,
+    scan: Scan,
+    cand: Candidate,
+    outer: str,
+    starts: list[int],
+    run_index: int,
+    run_end: int | None,
+) -> bool:
+    run_lo = _offset(index, scan, starts[run_index - 1]) if run_index > 0 else 0
+    cand_offset = _offset(index, scan, cand.traceback.header_line if cand.traceback else cand.event.line)
+    served = _last_healthy(index, catalog, run_lo, cand_offset, outer) >= 0
+    if cand.tier == 2:
+        # Stopping a server that served is an operator's choice; stopping one that never came
+        # up is how a hang in start-up ends.
+        return not served and not _reached_serving(index, catalog, run_lo, cand_offset)
+    if served and _request_error(cand):
+        return False
+    until = _offset(index, scan, run_end) if run_end is not None else len(index)
+    if Progress(index, catalog, scan, until).after(cand) is not None:
+        return False
+    return _quiet_tail(index, scan, cand, run_end)
+
+
+def _quiet_tail(index: LogIndex, scan: Scan, cand: Candidate, run_end: int | None) -> bool:
+    """After `cand`, the run (or the log) ends within `_TAIL_LINES` lines with little else said."""
+    end_line = _end_line(cand)
+    start = index.line_end_at(_offset(index, scan, end_line))
+    start = index.next_line_start(start) if start < len(index) else start
+    info = 0
+    seen = 0
+    for number, raw in index.iter_lines_from(start, end_line + 1, _TAIL_LINES + 1):
+        if run_end is not None and number >= run_end:
+            return True
+        seen += 1
+        if seen > _TAIL_LINES:
+            return False
+        if number in scan.consumed:
+            continue
+        line = parse_line(number, raw[:MAX_LINE])
+        if line.level in ("INFO", "DEBUG") and not _TEARDOWN.search(line.message):
+            info += 1
+            if info > _TAIL_INFO:
+                return False
+    return True
+
+
+# What processes say while they exit: not progress.
+_TEARDOWN = catalog_mod.compile_pattern(
+    r"(?i)shut(?:ting)? ?down|shutdown|terminat|exiting|stopp(?:ed|ing)|finished server process"
+    r"|waiting for application|cleaning up|destroy|killed|leaked|resource_tracker"
+)
+_SERVING_PHASES = ("serving",)
+
+
+def _reached_serving(index: LogIndex, catalog: Catalog, lo: int, hi: int) -> bool:
+    for marker in catalog.markers_of("phase"):
+        if marker.phase not in _SERVING_PHASES or marker.id in _WEAK_PROGRESS:
+            continue
+        pos = index.find(marker.literal, lo, hi)
+        if pos >= 0 and marker.pattern.search(parse_line(0, index.line_at(pos, MAX_LINE)).message):
+            return True
+    return False
+
+
+# Where the API server handles one request: an error there is that request's, not the engine's.
+_REQUEST_FRAMES = ("entrypoints/openai/serving", "entrypoints/openai/api_server.py", "fastapi", "starlette")
+_ENGINE_FRAMES = ("/engine/", "/worker", "/executor/", "/model_executor/", "/v1/", "/distributed/")
+
+
+def _request_error(cand: Candidate) -> bool:
+    process = cand.event.process or ""
+    if process.startswith(_SERVER_PROCESSES):
+        return True
+    paths = [f.path for f in cand.event.frames]
+    if not paths:
+        return False
+    in_request = any(any(k in p for k in _REQUEST_FRAMES) for p in paths)
+    return in_request and not any(any(k in p for k in _ENGINE_FRAMES) for p in paths[-3:])
 
 
 def _attach_unprefixed(incidents: list[Incident]) -> list[Incident]:
@@ -123,20 +268,73 @@ def _is_wrapper(catalog: Catalog, text: str) -> bool:
     return False
 
 
-def _is_decoy(catalog: Catalog, cand: Candidate, first_death: int) -> bool:
+def _decoy_reason(catalog: Catalog, cand: Candidate, first_death: int) -> str:
+    """Why `cand` is an exception its process lived through or printed while tearing down."""
     event = cand.event
-    if cand.traceback is not None:
-        if cand.traceback.preamble.startswith("Exception ignored"):
-            return True
-        if cand.traceback.level not in FATAL_LEVELS:
-            return True  # logged as a warning: vLLM carried on
+    tb = cand.traceback
+    if tb is not None:
+        if tb.preamble.startswith("Exception ignored"):
+            return "Python ignored it (`Exception ignored in ...`)"
+        for marker in catalog.markers_of("survived"):
+            if (
+                marker.literal in tb.preamble
+                and marker.pattern.search(tb.preamble)
+                and not marker.last_resort
+            ):
+                return marker.title
+        if tb.level not in FATAL_LEVELS:
+            return f"logged as {tb.level}: vLLM carried on"
     text = event.text
     for marker in catalog.markers_of("decoy"):
         if marker.after_death_only and event.line < first_death:
             continue
         if marker.pattern.search(text):
-            return True
-    return False
+            return "an exception printed while the processes shut down"
+    return ""
+
+
+# Lifecycle phases whose marker proves a process was still doing its normal work.
+_IDLE_PHASES = ("shutdown",)
+_WEAK_PROGRESS = ("stats", "request")
+
+
+class Progress:
+    """Where each writer showed normal progress (a lifecycle marker, healthy serving) before
+    `until_offset`, asked for candidates from the latest to the earliest: every part of the text
+    is searched once, at C speed, however many candidates there are."""
+
+    def __init__(self, index: LogIndex, catalog: Catalog, scan: Scan, until_offset: int) -> None:
+        self.index, self.scan = index, scan
+        self.markers = [
+            m
+            for m in catalog.markers_of("phase")
+            if m.phase not in _IDLE_PHASES and m.id not in _WEAK_PROGRESS
+        ] + catalog.markers_of("healthy")
+        self.lo = until_offset  # [lo, until_offset) has been searched
+        self.first: dict[str, int] = {}  # stream -> its earliest progress line in that range
+
+    def after(self, cand: Candidate) -> int | None:
+        """The first line after `cand` (and its traceback) where its writer made progress."""
+        end_line = _end_line(cand)
+        start = self.index.line_end_at(_offset(self.index, self.scan, end_line))
+        if start < self.lo:
+            self._search(start, self.lo)
+            self.lo = start
+        found = self.first.get(cand.event.stream)
+        return found if found is not None and found > end_line else None
+
+    def _search(self, lo: int, hi: int) -> None:
+        earliest: dict[str, int] = {}
+        for marker in self.markers:
+            pos = self.index.find(marker.literal, lo, hi)
+            while pos >= 0:
+                line = parse_line(0, self.index.line_at(pos, MAX_LINE))
+                if marker.pattern.search(line.message.strip()):
+                    number = self.index.line_of(pos)
+                    if number < earliest.get(line.stream, 1 << 60):
+                        earliest[line.stream] = number
+                pos = self.index.find(marker.literal, self.index.line_end_at(pos), hi)
+        self.first.update(earliest)
 
 
 def _last_healthy(index: LogIndex, catalog: Catalog, lo: int, hi: int, outer: str) -> int:
@@ -161,6 +359,20 @@ def unwrap_candidates(catalog: Catalog, scan: Scan) -> list[Candidate]:
     return [_unwrap(catalog, c) for c in scan.events]
 
 
+@dataclass(frozen=True)
+class RootChoice:
+    """The chosen root cause of one incident, why it was chosen, and what else was considered."""
+
+    candidate: Candidate
+    why: str
+    considered: tuple[Considered, ...]
+    confidence: Confidence
+
+
+# How many rejected candidates an explanation lists (the nearest to the death first).
+_MAX_CONSIDERED = 8
+
+
 def choose_root(
     index: LogIndex,
     catalog: Catalog,
@@ -168,8 +380,17 @@ def choose_root(
     incident: Incident,
     window: tuple[int, int],
     pools: list[Candidate],
-) -> Candidate | None:
-    """The root cause of `incident` among `pools` (see `unwrap_candidates`); None: no exception."""
+) -> RootChoice | None:
+    """The root cause of `incident` among `pools` (see `unwrap_candidates`); None: no exception.
+
+    Candidates are the exceptions and faults of the incident's run after its last healthy
+    serving line. A candidate is ruled out when its process evidently survived it (a decoy, a
+    warning, a traceback Python reports while carrying on, later progress of the same process)
+    or when it only wraps another error. The rest are ranked on evidence any log shows: a real
+    exception before the death over a fatal fault printed after it, over a wrapper that carries
+    the original message, over a stop signal; the engine side over the API server; an original
+    error over a timeout that waited on it; then the earliest, first in its chain.
+    """
     lo_line, next_run_line = window
     symptom_lines = [s.line for s, _, _ in incident.symptoms]
     first_death, last_death = min(symptom_lines), _death_end(scan, incident)
@@ -179,32 +400,173 @@ def choose_root(
     lo_offset = scan.offsets.get(lo_line, 0) if lo_line > 0 else 0
     if first_offset is not None:
         healthy = _last_healthy(index, catalog, lo_offset, first_offset, outer)
-
-    def eligible(cand: Candidate, lo: int, hi: int) -> bool:
-        line = cand.event.line
-        if not (lo <= line <= hi):
-            return False
-        owner = scan.lines.get(cand.event.traceback_start or line)
-        if owner is not None and (owner.outer or "") != outer:
-            return False
-        return not _is_decoy(catalog, cand, first_death)
-
-    before = [c for c in pools if eligible(c, max(lo_line, healthy + 1), last_death)]
-    after = [
-        c for c in pools if eligible(c, last_death + 1, min(next_run_line - 1, last_death + LATE_WINDOW))
+    death_offset = _offset(index, scan, first_death)
+    late_end = min(next_run_line - 1, last_death + LATE_WINDOW)
+    rejected: list[tuple[Candidate, str]] = []
+    viable: list[tuple[int, Candidate]] = []
+    progress = Progress(index, catalog, scan, death_offset)
+    in_window = [
+        c
+        for c in pools
+        if max(lo_line, healthy + 1) <= c.event.line <= late_end and _same_outer(scan, c, outer)
     ]
-    for tier in (0, 1):
-        for group in (before, after):
-            chosen = [c for c in group if c.tier == tier]
-            if tier == 0 and group is after:
-                chosen = [c for c in chosen if c.event.kind == "fault"]
-            chosen = _engine_side(chosen)
-            if chosen:
-                return min(chosen, key=lambda c: (c.event.line, c.event.chain_index))
-    signals = [c for c in before + after if c.tier == 2]
-    if signals:
-        return min(signals, key=lambda c: c.event.line)
-    return None
+    for cand in sorted(in_window, key=_end_line, reverse=True):
+        after = cand.event.line > last_death
+        why_not = _ruled_out(catalog, cand, first_death, progress, after)
+        if why_not:
+            rejected.append((cand, why_not))
+            continue
+        viable.append((_group(catalog, cand, after), cand))
+    if not viable:
+        return None
+    chosen, demoted = _rank(viable)
+    rejected.extend(demoted)
+    return RootChoice(
+        chosen,
+        _why(chosen, next(g for g, c in viable if c is chosen), first_death, healthy),
+        _considered(rejected, chosen),
+        _confidence(chosen, viable),
+    )
+
+
+def _same_outer(scan: Scan, cand: Candidate, outer: str) -> bool:
+    owner = scan.lines.get(cand.event.traceback_start or cand.event.line)
+    return owner is None or (owner.outer or "") == outer
+
+
+def _offset(index: LogIndex, scan: Scan, line: int) -> int:
+    found = scan.offsets.get(line)
+    return found if found is not None else index.line_start(line)
+
+
+def _ruled_out(catalog: Catalog, cand: Candidate, first_death: int, progress: Progress, after: bool) -> str:
+    """Why `cand` cannot be the root cause, or "" when it can."""
+    if cand.tier >= 9:
+        return "it only wraps another error"
+    decoy = _decoy_reason(catalog, cand, first_death)
+    if decoy:
+        return decoy
+    if after and cand.tier == 0 and cand.event.kind != "fault":
+        return "printed after the death, while the processes were shutting down"
+    if not after and cand.tier < 2:
+        carried_on = progress.after(cand)
+        if carried_on is not None:
+            return f"its process carried on afterwards (line {carried_on + 1})"
+    return ""
+
+
+def _group(catalog: Catalog, cand: Candidate, after: bool) -> int:
+    """Evidence strength: a real exception before the death (0), a fatal fault printed after it
+    (1), a wrapper carrying the original message (2, 3 after), a stop signal (4), a consequence
+    the reporting process survived (5)."""
+    if _last_resort(catalog, cand):
+        return 5
+    if cand.tier == 0:
+        return 1 if after else 0
+    if cand.tier == 1:
+        return 3 if after else 2
+    return 4
+
+
+def _rank(viable: list[tuple[int, Candidate]]) -> tuple[Candidate, list[tuple[Candidate, str]]]:
+    best_group = min(group for group, _ in viable)
+    group = [c for g, c in viable if g == best_group]
+    engine = _engine_side(group)
+    originals = [c for c in engine if not _is_waiting(c)] or engine
+    chosen = min(originals, key=lambda c: (c.event.line, c.event.chain_index))
+    demoted = []
+    for g, cand in viable:
+        if cand is chosen:
+            continue
+        if g != best_group:
+            why = _GROUP_WHY[best_group]
+        elif cand not in engine:
+            why = "an API server error, while the engine side failed"
+        elif cand not in originals:
+            why = "a timeout waiting on another process, which failed"
+        elif cand.traceback is not None and cand.traceback is chosen.traceback:
+            why = "a later link of the same exception chain"
+        else:
+            why = f"came after line {chosen.event.line + 1}"
+        demoted.append((cand, why))
+    return chosen, demoted
+
+
+_GROUP_WHY = {
+    0: "an exception before the death explains it better",
+    1: "the fatal fault printed after the death explains it better",
+    2: "a wrapper's message stands in for a cause that was not printed; this is weaker evidence",
+    3: "a wrapper's message stands in for a cause that was not printed; this is weaker evidence",
+    4: "a stop signal",
+    5: "a consequence its process reported and survived",
+}
+
+
+def _last_resort(catalog: Catalog, cand: Candidate) -> bool:
+    preamble = cand.traceback.preamble if cand.traceback is not None else ""
+    return bool(preamble) and any(
+        m.last_resort and m.literal in preamble and m.pattern.search(preamble)
+        for m in catalog.markers_of("survived")
+    )
+
+
+# Exceptions that only say one process waited on another in vain.
+_WAITING_TYPES = ("TimeoutError", "Timeout", "DeadlineExceeded")
+_WAITING_WORDS = ("timed out", "timeout", "did not respond", "no response")
+
+
+def _is_waiting(cand: Candidate) -> bool:
+    name = cand.event.type_name.rsplit(".", 1)[-1]
+    if name.endswith(_WAITING_TYPES):
+        return True
+    message = cand.event.message[:300].lower()
+    return cand.event.kind != "fault" and any(word in message for word in _WAITING_WORDS)
+
+
+def _why(chosen: Candidate, group: int, first_death: int, healthy: int) -> str:
+    event = chosen.event
+    who = f" by {event.process}" if event.process else ""
+    if chosen.tier == 2:
+        return f"the process was told to stop{who} and nothing else explains the death"
+    if group == 5:
+        return f"nothing else explains the death: this consequence{who} shows how it looked from outside"
+    if chosen.tier == 1:
+        return f"a wrapper{who} carries the original error, which was not printed itself"
+    if event.kind == "fault":
+        what = "a fatal runtime fault"
+    elif chosen.traceback is not None and len(chosen.traceback.chain) > 1 and event.chain_index == 0:
+        what = f"the original exception of a chain of {len(chosen.traceback.chain)}"
+    elif chosen.traceback is not None and chosen.traceback.chain:
+        what = "the exception that ends its traceback"
+    elif chosen.traceback is not None:
+        what = "the error logged with a traceback that was cut before its last line"
+    else:
+        what = "an error line"
+    where = "before the death" if event.line <= first_death else "just after the death"
+    since = f", after the last healthy line ({healthy + 1})" if healthy >= 0 else ""
+    return f"{what}, printed{who} {where}{since}; its process made no progress after it"
+
+
+def _confidence(chosen: Candidate, viable: list[tuple[int, Candidate]]) -> Confidence:
+    if chosen.tier == 0 and chosen.event.kind == "python" and chosen.traceback is not None:
+        return "high"
+    if chosen.tier <= 1 and len(viable) <= 3:
+        return "medium"
+    return "low"
+
+
+def _considered(rejected: list[tuple[Candidate, str]], chosen: Candidate) -> tuple[Considered, ...]:
+    seen: set[int] = {chosen.event.line}
+    items: list[Considered] = []
+    nearest = sorted(rejected, key=lambda item: abs(item[0].event.line - chosen.event.line))
+    for cand, why in nearest:
+        if cand.event.line in seen:
+            continue
+        seen.add(cand.event.line)
+        items.append(Considered(cand.event.line, cand.event.text[:200], why))
+        if len(items) >= _MAX_CONSIDERED:
+            break
+    return tuple(sorted(items, key=lambda item: item.line))
 
 
 # Process names of the engine side (EngineCore, its workers, Ray's actors); the API server's own

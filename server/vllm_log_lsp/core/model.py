@@ -105,6 +105,7 @@ class ExceptionEvent:
     traceback_start: int | None = None
     chain_index: int = 0  # 0 = first exception of its chain (the original one)
     context_lines: tuple[str, ...] = ()  # source lines shown under frames (for bare asserts)
+    message_lines: tuple[int, ...] = ()  # lines of a message that continues below its first line
 
     @property
     def text(self) -> str:
@@ -240,6 +241,18 @@ class Precursor:
 
 
 @dataclass(frozen=True)
+class Considered:
+    """Another line that could have been an incident's root cause, and why it was not chosen."""
+
+    line: int
+    text: str
+    why_not: str
+
+
+Confidence = Literal["high", "medium", "low"]
+
+
+@dataclass(frozen=True)
 class Finding:
     """One engine death: its root cause, how it was classified, its symptoms and what to do."""
 
@@ -262,6 +275,9 @@ class Finding:
     related_lines: tuple[int, ...] = ()  # other copies of the root cause, frames worth a look
     next_steps: tuple[str, ...] = ()
     recognized: bool = True
+    why: str = ""  # why this line was chosen as the root cause, in words
+    considered: tuple[Considered, ...] = ()  # other candidates and why each was not the cause
+    confidence: Confidence = "medium"
 
     @property
     def line(self) -> int:

@@ -7,7 +7,7 @@ the traceback be read forward, following one writer, and its lines are then skip
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .catalog import Catalog, Marker
 from .lines import parse_line
@@ -114,6 +114,8 @@ def _classify_line(
         scan.tracebacks.append(tb)
         for event in tb.chain:
             scan.events.append(Candidate(event, tier=0, traceback=tb))
+        if not tb.chain:
+            _add_logged_message(scan, tb)
         return
     for kind, tier in (("fault", 0), ("signal", 2)):
         for marker in catalog.markers_of(kind):
@@ -124,6 +126,21 @@ def _classify_line(
     event = standalone_exception(line) if line.level in FATAL_LEVELS else None
     if event is not None:
         scan.events.append(Candidate(event, tier=0))
+
+
+def _add_logged_message(scan: Scan, tb: Traceback) -> None:
+    """A traceback cut before its exception line (an excerpt, a log that ends there): when the
+    same writer logged an error just before it (`logger.exception(e)` prints `str(e)`, then the
+    traceback), that message is the exception's text."""
+    record = tb.preamble_record
+    if record is None or record.level not in ("ERROR", "CRITICAL") or not record.message.strip():
+        return
+    if any(c.event.line == record.number for c in scan.events[-4:]):
+        return  # already a candidate of its own (it reads like `ValueError: ...`)
+    event = replace(
+        _event_from_line(record, "message", "Error", record.message.strip()), frames=tb.cut_frames
+    )
+    scan.events.append(Candidate(event, tier=0, traceback=tb))
 
 
 def _event_from_line(line: LogLine, kind: str, type_name: str, message: str) -> ExceptionEvent:

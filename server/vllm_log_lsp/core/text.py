@@ -184,6 +184,15 @@ class LogIndex:
             lines.insert(i + 1, line)
         return line
 
+    def inside_crlf(self, offset: int) -> bool:
+        """Whether `offset` falls between the two halves of a `\r\n` line break."""
+        text = self.text
+        return (
+            0 < offset < len(text)
+            and text[offset : offset + 1] == self._nl
+            and text[offset - 1 : offset] == self._cr
+        )
+
     def line_start_at(self, offset: int) -> int:
         """Offset of the start of the line holding `offset`."""
         start = self.text.rfind(self._nl, 0, offset) + 1

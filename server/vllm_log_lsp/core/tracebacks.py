@@ -95,6 +95,8 @@ class Traceback:
     chain: list[ExceptionEvent] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
     preamble: str = ""  # the writer's line before the header (`Exception ignored in: ...`)
+    preamble_record: LogLine | None = None  # that line, parsed
+    cut_frames: tuple[Frame, ...] = ()  # frames read after the last exception (the text was cut)
     logged: bool = False  # printed through vLLM's logger (has a LEVEL header)
     level: str | None = None
     open: bool = False  # reading reached the end of the text: more may follow in a growing log
@@ -143,6 +145,7 @@ def read_traceback(index: LogIndex, start_offset: int, first: LogLine) -> Traceb
         prev = parse_line(prev_no, prev_text)
         if _same_writer(prev, first):
             tb.preamble = prev.message.strip()
+            tb.preamble_record = prev
             break
     reader = _ChainReader(tb)
     lines = index.iter_lines_from(index.next_line_start(start_offset), first.number + 1, _MAX_LINES)
@@ -223,6 +226,7 @@ class _ChainReader:
             "type": match.group("type"),
             "message": [message] if message else [],
             "span": Span(line.number, col, len(line.text.rstrip())),
+            "lines": [],
         }
         self.tb.lines.append(line.number)
         self.state = "exception"
@@ -253,6 +257,7 @@ class _ChainReader:
             continues = indented or (not self.current["message"] and not looks_like_exception(message))
             if continues and len(self.current["message"]) < _MAX_MESSAGE_LINES:
                 self.current["message"].append(stripped)
+                self.current["lines"].append(line.number)
                 self.tb.lines.append(line.number)
                 return True
         return False
@@ -275,6 +280,7 @@ class _ChainReader:
                 traceback_start=self.tb.header_line,
                 chain_index=len(self.tb.chain),
                 context_lines=tuple(self.context[-3:]),
+                message_lines=tuple(current["lines"]),
             )
         )
         self.current = None
@@ -283,6 +289,7 @@ class _ChainReader:
 
     def finish(self) -> None:
         self._close_exception()
+        self.tb.cut_frames = tuple(self.frames)
 
 
 def standalone_exception(line: LogLine) -> ExceptionEvent | None:

@@ -31,11 +31,26 @@ def finding_markdown(finding: Finding, previews: Mapping[int, str] | None = None
     parts += ["#### When it died", _phase_and_context(finding)]
     if finding.fixes:
         parts += ["#### Fixes, in order", _fixes(finding, previews or {})]
+    if finding.why:
+        parts += ["#### Why this line", _why_this_line(finding)]
     if finding.next_steps:
         parts += ["#### Next steps", "\n".join(f"- {step}" for step in finding.next_steps)]
     if finding.references:
         parts += ["#### References", "\n".join(f"- {ref}" for ref in finding.references)]
     return "\n\n".join(parts)
+
+
+# How many of the other candidates the hover lists (the JSON has them all).
+_HOVER_CONSIDERED = 3
+
+
+def _why_this_line(finding: Finding) -> str:
+    lines = [f"Chosen as the root cause ({finding.confidence} confidence): {finding.why}."]
+    for other in finding.considered[:_HOVER_CONSIDERED]:
+        lines.append(f"- not line {other.line + 1} ({_code(other.text[:80])}): {other.why_not}")
+    if len(finding.considered) > _HOVER_CONSIDERED:
+        lines.append(f"- and {len(finding.considered) - _HOVER_CONSIDERED} more (`check --format json`)")
+    return "\n".join(lines)
 
 
 def _phase_and_context(finding: Finding) -> str:
