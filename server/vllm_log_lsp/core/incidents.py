@@ -421,11 +421,12 @@ def choose_root(
         return None
     chosen, demoted = _rank(viable)
     rejected.extend(demoted)
+    group = next(g for g, c in viable if c is chosen)
     return RootChoice(
         chosen,
-        _why(chosen, next(g for g, c in viable if c is chosen), first_death, healthy),
+        _why(chosen, group, first_death, healthy),
         _considered(rejected, chosen),
-        _confidence(chosen, viable),
+        _confidence(chosen, group, viable),
     )
 
 
@@ -547,7 +548,9 @@ def _why(chosen: Candidate, group: int, first_death: int, healthy: int) -> str:
     return f"{what}, printed{who} {where}{since}; its process made no progress after it"
 
 
-def _confidence(chosen: Candidate, viable: list[tuple[int, Candidate]]) -> Confidence:
+def _confidence(chosen: Candidate, group: int, viable: list[tuple[int, Candidate]]) -> Confidence:
+    if group >= 4:
+        return "low"
     if chosen.tier == 0 and chosen.event.kind == "python" and chosen.traceback is not None:
         return "high"
     if chosen.tier <= 1 and len(viable) <= 3:

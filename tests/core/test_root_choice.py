@@ -1,0 +1,214 @@
+"""How the root cause of a death is chosen, on synthetic logs written from each principle.
+
+Each mechanism is tested on variants (prefixes, line endings, versions' wordings), not on the
+fixture that revealed it:
+- a death with no symptom line (the run ends after a fatal error; a traceback cut after the
+  message `logger.exception` printed; a stop before the server ever served);
+- exceptions the process survived (asyncio's unretrieved-task reports, logging's own errors,
+  a later lifecycle marker or answered request of the same writer) are not the cause;
+- an original error over a timeout that waited on it;
+- every choice says why, what else was considered, and how sure it is.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_log_lsp.core.analyze import analyze
+
+# Runtime prefixes a line can carry (none, docker compose, Kubernetes CRI).
+PREFIXES = ["", "vllm-1  | ", "2025-02-07T03:25:19.123456789Z stderr F "]
+ENDINGS = ["\n", "\r\n"]
+
+
+def _log(lines: list[str], prefix: str = "", ending: str = "\n") -> str:
+    return ending.join(prefix + line for line in lines) + ending
+
+
+def _roots(text: str) -> list[str]:
+    return [f.root_text for f in analyze(text).findings]
+
+
+V0_PROFILE = [
+    "INFO 02-07 03:25:10 llm_engine.py:249] Initializing an LLM engine (v0.7.2) with config: model='m'",
+    "INFO 02-07 03:25:12 model_runner.py:1072] Starting to load model m...",
+    "INFO 02-07 03:25:18 model_runner.py:1077] Loading model weights took 14.2 GB",
+]
+
+CUT_TRACEBACK = [
+    "ERROR 02-07 03:25:19 engine.py:389] {message}",
+    "ERROR 02-07 03:25:19 engine.py:389] Traceback (most recent call last):",
+    'ERROR 02-07 03:25:19 engine.py:389]   File "/x/vllm/engine/multiprocessing/engine.py", line 380, in run_mp_engine',
+    "ERROR 02-07 03:25:19 engine.py:389]     engine = MQLLMEngine.from_engine_args(engine_args=engine_args,",
+    'ERROR 02-07 03:25:19 engine.py:389]   File "/x/vllm/worker/worker.py", line 229, in determine_num_available_blocks',
+    "ERROR 02-07 03:25:19 engine.py:389]     self.model_runner.profile_run()",
+]
+
+MESSAGES = [
+    "CUDA out of memory. Tried to allocate 150.00 MiB. GPU 0 has a total capacity of 14.58 GiB of which 95.56 MiB is free.",
+    "The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (37696).",
+    "invalid literal for int() with base 10: 'tcp://10.0.0.1:8000'",
+]
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+@pytest.mark.parametrize("ending", ENDINGS)
+@pytest.mark.parametrize("message", MESSAGES)
+def test_a_traceback_cut_after_logger_exception_is_a_death_with_its_message(
+    prefix: str, ending: str, message: str
+) -> None:
+    lines = V0_PROFILE + [line.format(message=message) for line in CUT_TRACEBACK]
+    analysis = analyze(_log(lines, prefix, ending))
+    assert [f.root_text for f in analysis.findings] == [message]
+    finding = analysis.findings[0]
+    assert finding.line == len(V0_PROFILE)
+    assert "cut before its last line" in finding.why
+    assert finding.phase == "memory_profiling"  # from the cut traceback's frames
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+@pytest.mark.parametrize(
+    "tail",
+    [
+        ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 32.00 MiB."],
+        [
+            '  File "/x/vllm/worker/model_runner.py", line 1100, in load_model',
+            "    self.model = get_model(vllm_config=self.vllm_config)",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 32.00 MiB.",
+        ],
+        [
+            "ERROR 03-25 21:01:39 engine.py:389] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 32.00 MiB."
+        ],
+    ],
+    ids=["bare-line", "traceback-tail", "logged-line"],
+)
+def test_a_log_that_ends_in_a_fatal_error_is_a_death(prefix: str, tail: list[str]) -> None:
+    text = _log(V0_PROFILE + tail, prefix)
+    assert _roots(text) == ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 32.00 MiB."]
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_an_error_followed_by_normal_progress_is_no_death(prefix: str) -> None:
+    lines = [
+        *V0_PROFILE[:2],
+        "ERROR 02-07 03:25:13 weight_utils.py:90] Error retrieving safetensors: Repo id must use alphanumeric chars",
+        "ERROR 02-07 03:25:13 weight_utils.py:90] Traceback (most recent call last):",
+        'ERROR 02-07 03:25:13 weight_utils.py:90]   File "/x/huggingface_hub/utils/_validators.py", line 154, in validate_repo_id',
+        "ERROR 02-07 03:25:13 weight_utils.py:90]     raise HFValidationError(",
+        "ERROR 02-07 03:25:13 weight_utils.py:90] huggingface_hub.errors.HFValidationError: Repo id must use alphanumeric chars",
+        V0_PROFILE[2],
+        "INFO 02-07 03:25:30 api_server.py:937] Starting vLLM API server on http://0.0.0.0:8000",
+    ]
+    assert _roots(_log(lines, prefix)) == []
+
+
+@pytest.mark.parametrize("status", ["500 Internal Server Error", "400 Bad Request", "200 OK"])
+def test_a_request_error_the_server_answered_is_no_death(status: str) -> None:
+    lines = [
+        "(APIServer pid=7) ERROR 09-01 10:00:00 [serving_chat.py:222] Error in preprocessing prompt inputs",
+        "(APIServer pid=7) Traceback (most recent call last):",
+        '(APIServer pid=7)   File "/x/vllm/entrypoints/openai/serving_chat.py", line 210, in create_chat_completion',
+        "(APIServer pid=7)     raise ValueError(msg)",
+        "(APIServer pid=7) ValueError: This model's maximum context length is 4096 tokens.",
+        f'(APIServer pid=7) INFO:     10.0.0.2:5100 - "POST /v1/chat/completions HTTP/1.1" {status}',
+    ]
+    assert _roots(_log(lines)) == []
+
+
+ASYNCIO_REPORT = [
+    "Task exception was never retrieved",
+    "future: <Task finished name='Task-2' coro=<MQLLMEngineClient.run_output_handler_loop() done> exception=ZMQError()>",
+    "Traceback (most recent call last):",
+    '  File "/x/vllm/engine/multiprocessing/client.py", line 184, in run_output_handler_loop',
+    "    while await self.output_socket.poll(timeout=VLLM_RPC_TIMEOUT",
+    "zmq.error.ZMQError: Operation not supported",
+]
+
+LOGGING_ERROR = [
+    "--- Logging error ---",
+    "Traceback (most recent call last):",
+    '  File "/usr/lib/python3.12/logging/__init__.py", line 1160, in emit',
+    "    msg = self.format(record)",
+    "TypeError: not all arguments converted during string formatting",
+    "Call stack:",
+]
+
+REAL_DEATH = [
+    "ERROR 01-16 18:12:00 engine.py:366] RuntimeError: CUDA error: an illegal memory access was encountered",
+    "Traceback (most recent call last):",
+    '  File "/x/vllm/entrypoints/openai/api_server.py", line 210, in build_async_engine_client_from_engine_args',
+    "    raise RuntimeError(",
+    "RuntimeError: Engine process failed to start. See stack trace for the root cause.",
+]
+
+
+@pytest.mark.parametrize("survived", [ASYNCIO_REPORT, LOGGING_ERROR], ids=["asyncio", "logging"])
+def test_a_traceback_the_process_survived_is_not_the_cause(survived: list[str]) -> None:
+    analysis = analyze(_log(V0_PROFILE + survived + REAL_DEATH))
+    [finding] = analysis.findings
+    assert finding.root_text == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    survived_line = len(V0_PROFILE) + len(survived) - (2 if survived is LOGGING_ERROR else 1)
+    reasons = {c.line: c.why_not for c in finding.considered}
+    assert survived_line in reasons, reasons
+
+
+def test_a_survived_consequence_stands_in_when_nothing_else_explains_the_death() -> None:
+    # The engine vanished without a word; only its client's closed socket is left.
+    [finding] = analyze(_log(V0_PROFILE + ASYNCIO_REPORT + REAL_DEATH[1:])).findings
+    assert finding.root_text == "zmq.error.ZMQError: Operation not supported"
+    assert "nothing else explains the death" in finding.why
+    assert finding.confidence != "high"
+
+
+@pytest.mark.parametrize(
+    "timeout",
+    [
+        "TimeoutError: RPC call to execute_model timed out.",
+        "RuntimeError: Worker did not respond within 300 s: timed out",
+    ],
+)
+def test_the_error_waited_on_wins_over_the_timeout(timeout: str) -> None:
+    lines = [
+        f"(EngineCore_DP0 pid=10) ERROR 09-01 10:00:00 [core.py:700] {timeout}",
+        "(Worker_TP1 pid=12) ERROR 09-01 10:00:01 [multiproc_executor.py:600] ValueError: bad shape for layer 3",
+        "(EngineCore_DP0 pid=10) ERROR 09-01 10:00:02 [core.py:710] EngineCore encountered a fatal error.",
+    ]
+    [finding] = analyze(_log(lines)).findings
+    assert finding.root_text == "ValueError: bad shape for layer 3"
+    assert any("timeout" in c.why_not for c in finding.considered)
+
+
+STARTUP = [
+    "(APIServer pid=1) INFO 09-01 10:00:00 [api_server.py:1] vLLM API server version 0.11.0",
+    "(EngineCore_DP0 pid=2) INFO 09-01 10:00:05 [gpu_model_runner.py:1] Starting to load model m...",
+]
+
+
+def test_a_stop_before_the_server_served_is_a_death_and_after_it_is_not() -> None:
+    stop = "(APIServer pid=1) KeyboardInterrupt: terminated"
+    [finding] = analyze(_log(STARTUP + [stop])).findings
+    assert finding.root_text.endswith("terminated")
+    served = STARTUP + [
+        "(APIServer pid=1) INFO 09-01 10:01:00 [launcher.py:1] Application startup complete.",
+        '(APIServer pid=1) INFO:     10.0.0.2:5100 - "POST /v1/completions HTTP/1.1" 200 OK',
+        stop,
+    ]
+    assert _roots(_log(served)) == []
+
+
+def test_check_json_says_why_and_what_else_was_considered(tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    log = tmp_path / "x.log"
+    log.write_text(_log(V0_PROFILE + LOGGING_ERROR + REAL_DEATH))
+    out = subprocess.run(
+        [sys.executable, "-m", "vllm_log_lsp", "check", "--format", "json", str(log)],
+        capture_output=True,
+        text=True,
+    )
+    root = json.loads(out.stdout)["files"][0]["incidents"][0]["root_cause"]
+    assert root["confidence"] in ("high", "medium", "low") and root["why"]
+    assert any("logging" in c["why_not"].lower() for c in root["considered"])
+    assert all({"line", "text", "why_not"} <= set(c) for c in root["considered"])
