@@ -186,9 +186,10 @@ STARTUP = [
 
 def test_a_stop_before_the_server_served_is_a_death_and_after_it_is_not() -> None:
     stop = "(APIServer pid=1) KeyboardInterrupt: terminated"
-    [finding] = analyze(_log(STARTUP + [stop])).findings
+    [finding] = analyze(_log([*STARTUP, stop])).findings
     assert finding.root_text.endswith("terminated")
-    served = STARTUP + [
+    served = [
+        *STARTUP,
         "(APIServer pid=1) INFO 09-01 10:01:00 [launcher.py:1] Application startup complete.",
         '(APIServer pid=1) INFO:     10.0.0.2:5100 - "POST /v1/completions HTTP/1.1" 200 OK',
         stop,
