@@ -74,7 +74,7 @@ fi
 # Rebuilt when any input is newer than it: sources, manifest, grammars, the server, bundled requirements.
 vsix=vscode-client/vllm-log-0.1.0.vsix
 if [ ! -f "$vsix" ] || [ -n "$(find vscode-client/src vscode-client/package.json vscode-client/package-lock.json \
-  vscode-client/requirements-bundled.txt vscode-client/scripts vscode-client/README.md \
+  vscode-client/requirements-bundled.txt vscode-client/scripts vscode-client/launcher vscode-client/README.md \
   vscode-client/.vscodeignore grammars server/vllm_log_lsp docs/screenshot.png \
   -newer "$vsix" -not -path '*/__pycache__*' -not -path 'grammars/node_modules*' -print -quit 2>/dev/null)" ]; then
   echo "40-vscode: building $vsix"

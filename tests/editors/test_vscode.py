@@ -22,6 +22,7 @@ import sys
 import time
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,12 @@ def test_vsix_manifest(vsix_tree: Path):
     assert props["vllmLog.trace.server"]["enum"] == ["off", "messages", "verbose"]
     trust = manifest["capabilities"]["untrustedWorkspaces"]
     assert trust["supported"] == "limited"
-    assert set(trust["restrictedConfigurations"]) == {"vllmLog.interpreter", "vllmLog.serverArgs"}
+    # Settings that choose a program to run or files the server reads: user values only in Restricted Mode.
+    assert set(trust["restrictedConfigurations"]) == {
+        "vllmLog.interpreter",
+        "vllmLog.serverArgs",
+        "vllmLog.rules.extraFiles",
+    }
 
 
 def test_vsix_grammars(vsix_tree: Path):
@@ -163,6 +169,8 @@ def test_vsix_bundles_server_and_pure_python_libs(vsix_tree: Path):
     assert compiled == []
     assert not (libs / "regex").exists()
     assert not list(vsix_tree.rglob("__pycache__"))
+    # The client starts the server through this script (isolated import path; see python.ts).
+    assert (vsix_tree / "launcher" / "start_server.py").is_file()
 
 
 def test_bundle_imports_without_site_packages(vsix_tree: Path):
@@ -329,9 +337,12 @@ def _looks_incomplete(result: dict) -> bool:
     return bool(missing)
 
 
-def _run_session(tmp_path_factory) -> dict:
+def _run_session(tmp_path_factory, untrusted: Callable[[Path], None] | None = None) -> dict:
+    """One code-server session. With `untrusted`, which plants hostile files in the workspace, the
+    workspace opens in Restricted Mode and only the steps up to the Problems panel run."""
     vsix = _vsix()
-    tmp = tmp_path_factory.mktemp("vscode-e2e")
+    name = "vscode-untrusted" if untrusted else "vscode-e2e"
+    tmp = tmp_path_factory.mktemp(name)
     home, user_data, extensions = tmp / "home", tmp / "user-data", tmp / "extensions"
     workspace = tmp / "workspace"
     for d in (home, user_data / "User", extensions):
@@ -370,6 +381,12 @@ def _run_session(tmp_path_factory) -> dict:
         "files.refactoring.autoSave": True,
         "window.restoreWindows": "none",
     }
+    if untrusted:
+        # Workspace trust on, no start-up prompt: an unknown folder opens in Restricted Mode.
+        settings["security.workspace.trust.enabled"] = True
+        settings["security.workspace.trust.startupPrompt"] = "never"
+        settings["security.workspace.trust.untrustedFiles"] = "open"
+        untrusted(workspace)
     (user_data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
     env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
     env.pop("VSCODE_IPC_HOOK_CLI", None)
@@ -402,7 +419,7 @@ def _run_session(tmp_path_factory) -> dict:
                 "none",
                 "--disable-telemetry",
                 "--disable-update-check",
-                "--disable-workspace-trust",
+                *([] if untrusted else ["--disable-workspace-trust"]),
                 "--disable-getting-started-override",
                 "--ignore-last-opened",
                 str(workspace),
@@ -441,6 +458,8 @@ def _run_session(tmp_path_factory) -> dict:
             "plainLog": {"name": PLAIN_LOG, "rootCauseLine": PLAIN_LOG_ROOT_CAUSE_LINE},
             "diskLog": {"name": DISK_LOG, "path": str(outside / DISK_LOG)},
         }
+        if untrusted:
+            config["onlySteps"] = ["load workbench", "restricted mode", "open crash log", "problems panel"]
         (tmp / "config.json").write_text(json.dumps(config, indent=2))
         run = subprocess.run(
             ["node", str(E2E / "e2e.mjs"), str(tmp / "config.json")],
@@ -463,7 +482,7 @@ def _run_session(tmp_path_factory) -> dict:
             server.wait()
         # Keep the logs (code-server, extension host, the vLLM Log output channel) with the screenshots.
         # (Best effort: another run may be writing the same artifacts.)
-        keep = ARTIFACTS / "vscode-logs"
+        keep = ARTIFACTS / f"{name}-logs"
         try:
             shutil.rmtree(keep, ignore_errors=True)
             keep.mkdir(parents=True, exist_ok=True)
@@ -474,7 +493,7 @@ def _run_session(tmp_path_factory) -> dict:
             print(f"could not keep the VS Code logs: {e}")
     result["seconds"] = time.monotonic() - t0
     result["workspace"] = str(workspace)
-    (ARTIFACTS / "vscode-e2e.json").write_text(json.dumps(result, indent=2))
+    (ARTIFACTS / f"{name}.json").write_text(json.dumps(result, indent=2))
     return result
 
 
@@ -594,3 +613,66 @@ def test_vscode_quick_fix_edits_launch_script(vscode_run, bundled_initialize):
     if m:
         flag, value = m.groups()
         assert re.search(rf"{re.escape(flag)}[ =]{re.escape(value)}(\s|$)", after), (applied, after)
+
+
+# ------------------------------------------------------------------------------------------------------
+# An untrusted workspace that tries to run code or to replace the diagnosis (Restricted Mode)
+
+HOSTILE_RULE_TITLE = "Planted by the workspace"
+
+
+def _hostile_workspace(markers: Path) -> Callable[[Path], None]:
+    """Files a hostile repository could hold; each writes a file into `markers` if it ever runs."""
+
+    def payload(name: str) -> str:
+        return f"open({str(markers / name)!r}, 'w').write('ran')\n"
+
+    def plant(workspace: Path) -> None:
+        # What `python -m vllm_log_lsp` started in the workspace would import, and a standard module.
+        package = workspace / "vllm_log_lsp"
+        package.mkdir()
+        (package / "__init__.py").write_text(payload("vllm_log_lsp.__init__"))
+        (package / "__main__.py").write_text(payload("vllm_log_lsp.__main__"))
+        (workspace / "uuid.py").write_text(payload("uuid"))
+        # Workspace settings that would run a program of the workspace's and load its rules.
+        fake_python = workspace / "python3"
+        fake_python.write_text(f'#!/bin/sh\necho ran > {markers / "interpreter"}\nexec {sys.executable} "$@"\n')
+        fake_python.chmod(0o755)
+        (workspace / "planted.toml").write_text(
+            f'[[rule]]\nid = "planted"\ntitle = "{HOSTILE_RULE_TITLE}"\nfamily = "runtime_faults"\n'
+            "match = ['.']\n"
+        )
+        (workspace / ".vscode").mkdir()
+        (workspace / ".vscode" / "settings.json").write_text(
+            json.dumps(
+                {"vllmLog.interpreter": [str(fake_python)], "vllmLog.rules.extraFiles": ["planted.toml"]}
+            )
+        )
+
+    return plant
+
+
+@pytest.fixture(scope="module")
+def untrusted_run(tmp_path_factory):
+    if not CODE_SERVER.exists() or not CHROMIUM.exists() or shutil.which("node") is None:
+        unavailable("code-server, chromium or node is missing", INSTALLER)
+    markers = tmp_path_factory.mktemp("ran")
+    result = _run_session(tmp_path_factory, _hostile_workspace(markers))
+    if result["returncode"] or not _diagnostic_rows(result.get("markers") or []):
+        print("untrusted VS Code session incomplete: running it once more")
+        result = _run_session(tmp_path_factory, _hostile_workspace(markers))
+    assert result["returncode"] == 0, result["nodeOutput"]
+    result["ran"] = sorted(p.name for p in markers.iterdir())
+    return result
+
+
+@pytest.mark.editor
+def test_vscode_untrusted_workspace_runs_nothing_of_its_own(untrusted_run):
+    """A workspace's `vllm_log_lsp/`, `uuid.py` and interpreter setting never run, and its rule file is not
+    loaded; the bundled server still diagnoses the log."""
+    assert untrusted_run.get("restrictedMode") == "Restricted Mode", _explain(untrusted_run)
+    assert untrusted_run["ran"] == [], _explain(untrusted_run)
+    rows = _diagnostic_rows(untrusted_run.get("markers") or [])
+    errors = [r for r in rows if r["label"].lower().startswith("error")]
+    assert LOG_ROOT_CAUSE_LINE in [_row_line(r) for r in errors], _explain(untrusted_run)
+    assert not [r for r in rows if HOSTILE_RULE_TITLE in r["label"] + r["text"]], _explain(untrusted_run)

@@ -18,7 +18,7 @@ import {
     MIN_PYTHON,
     serverLaunch,
 } from './python';
-import { RESTART_KEYS, serverSettings, trustedValue } from './settings';
+import { RESTART_KEYS, restrictServerSettings, serverSettings, trustedValue } from './settings';
 import { summarise } from './summary';
 
 const SECTION = 'vllmLog';
@@ -101,9 +101,14 @@ async function stopClient(): Promise<void> {
     }
 }
 
-function configuration(): vscode.WorkspaceConfiguration {
-    const folder = vscode.workspace.workspaceFolders?.[0];
-    return vscode.workspace.getConfiguration(SECTION, folder?.uri);
+function configuration(scope?: vscode.Uri): vscode.WorkspaceConfiguration {
+    return vscode.workspace.getConfiguration(SECTION, scope ?? vscode.workspace.workspaceFolders?.[0]?.uri);
+}
+
+/** What the server gets of the `vllmLog` section at `scope`: in Restricted Mode, no workspace rule files. */
+function settingsForServer(value: unknown, scope?: vscode.Uri): ReturnType<typeof serverSettings> {
+    const cfg = configuration(scope);
+    return restrictServerSettings(serverSettings(value), (key) => cfg.inspect(key), vscode.workspace.isTrusted);
 }
 
 /** A setting that chooses a program to run: in Restricted Mode only its user (global) value counts. */
@@ -134,7 +139,8 @@ async function startClient(): Promise<void> {
     const serverOptions: ServerOptions = {
         command: launch.command,
         args: launch.args,
-        options: { env: launch.env },
+        // Our own folder, never a workspace folder (vscode-languageclient's default when no cwd is given).
+        options: { env: launch.env, cwd: launch.cwd },
     };
 
     const documentSelector = LANGUAGES.flatMap((language) => SCHEMES.map((scheme) => ({ language, scheme })));
@@ -143,7 +149,7 @@ async function startClient(): Promise<void> {
         outputChannel: output,
         traceOutputChannel: output,
         revealOutputChannelOn: RevealOutputChannelOn.Never,
-        initializationOptions: serverSettings(configuration()),
+        initializationOptions: settingsForServer(configuration()),
         middleware: {
             workspace: {
                 // Answer workspace/configuration for our section without the client-only keys.
@@ -152,9 +158,14 @@ async function startClient(): Promise<void> {
                     if (!Array.isArray(result)) {
                         return result;
                     }
-                    return result.map((value, i) =>
-                        params.items[i]?.section === SECTION ? serverSettings(value) : value,
-                    );
+                    return result.map((value, i) => {
+                        const item = params.items[i];
+                        if (item?.section !== SECTION) {
+                            return value;
+                        }
+                        const scope = item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined;
+                        return settingsForServer(value, scope);
+                    });
                 },
             },
         },
@@ -230,7 +241,7 @@ function onConfigurationChanged(e: vscode.ConfigurationChangeEvent): void {
     }
     if (client?.state === State.Running) {
         void client.sendNotification(DidChangeConfigurationNotification.type, {
-            settings: { [SECTION]: serverSettings(configuration()) },
+            settings: { [SECTION]: settingsForServer(configuration()) },
         });
     }
 }

@@ -51,6 +51,8 @@ export function interpreterCandidates(
 }
 
 export const VERSION_PROBE = 'import sys; print(sys.version_info[:2])';
+/** `-I`: the probe, like the server, never imports from the working directory. */
+export const PROBE_FLAGS = ['-I'];
 
 /** Parses the output of VERSION_PROBE, "(3, 11)", into [3, 11]; undefined if it is not that. */
 export function parseVersion(output: string): [number, number] | undefined {
@@ -91,7 +93,7 @@ export async function checkInterpreter(
     const [file, ...args] = candidate.command;
     let stdout: string;
     try {
-        ({ stdout } = await run(file, [...args, '-c', VERSION_PROBE], timeoutMs));
+        ({ stdout } = await run(file, [...args, ...PROBE_FLAGS, '-c', VERSION_PROBE], timeoutMs));
     } catch (e) {
         const err = e as NodeJS.ErrnoException & { stderr?: string; killed?: boolean };
         let reason: string;
@@ -159,38 +161,39 @@ export interface ServerLaunch {
     command: string;
     args: string[];
     env: Record<string, string>;
+    /** The extension's own folder: never a workspace folder (vscode-languageclient's default). */
+    cwd: string;
 }
 
-/** The bundled server's import path: our own package first, then its pure-Python dependencies. */
-export function bundledPythonPath(extensionPath: string): string[] {
-    return [path.join(extensionPath, 'bundled', 'server'), path.join(extensionPath, 'bundled', 'libs')];
+/** The script that puts the bundled server and its libraries on `sys.path` and starts it. */
+export function launcherScript(extensionPath: string): string {
+    return path.join(extensionPath, 'launcher', 'start_server.py');
 }
 
 /**
- * `<python> [python args] -m vllm_log_lsp serve [serverArgs]`, with PYTHONPATH = bundled server + libs
- * (prepended to any PYTHONPATH the user has, so the bundled, tested versions win).
+ * `<python> [python args] -I -X utf8 <extension>/launcher/start_server.py serve [serverArgs]`, run in the
+ * extension's folder. `-I` (isolated mode, Python 3.4+) keeps the working directory, the script's folder,
+ * `PYTHONPATH` and the user site-packages off `sys.path`: a workspace holding `vllm_log_lsp/` or `uuid.py`
+ * is never imported; the launcher puts only the bundled folders first. `-X utf8` stands in for
+ * `PYTHONIOENCODING`, which `-I` ignores.
  */
 export function serverLaunch(
     interpreter: readonly string[],
     extensionPath: string,
     serverArgs: readonly string[] = [],
     baseEnv: NodeJS.ProcessEnv = process.env,
-    platform: NodeJS.Platform = process.platform,
 ): ServerLaunch {
     const [command, ...pyArgs] = interpreter;
-    const sep = platform === 'win32' ? ';' : ':';
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(baseEnv)) {
         if (v !== undefined) {
             env[k] = v;
         }
     }
-    const pythonPath = [...bundledPythonPath(extensionPath)];
-    if (env.PYTHONPATH) {
-        pythonPath.push(env.PYTHONPATH);
-    }
-    env.PYTHONPATH = pythonPath.join(sep);
-    env.PYTHONUNBUFFERED = '1';
-    env.PYTHONIOENCODING = 'utf-8';
-    return { command, args: [...pyArgs, '-m', 'vllm_log_lsp', 'serve', ...serverArgs], env };
+    return {
+        command,
+        args: [...pyArgs, '-I', '-X', 'utf8', launcherScript(extensionPath), 'serve', ...serverArgs],
+        env,
+        cwd: extensionPath,
+    };
 }

@@ -21,6 +21,12 @@ export function serverSettings(section: unknown): SettingsObject {
     return plain;
 }
 
+/**
+ * Server settings that make the server read files a workspace could choose (`/dev/stdin`, a FIFO, a rule
+ * that hides every diagnosis): in Restricted Mode only their user (global) value is sent.
+ */
+export const RESTRICTED_SERVER_KEYS = ['rules.extraFiles'] as const;
+
 /** A value from `WorkspaceConfiguration.inspect()`, the subset we read. */
 export interface Inspected<T> {
     defaultValue?: T;
@@ -41,4 +47,33 @@ export function trustedValue<T>(inspected: Inspected<T> | undefined, merged: T |
         return undefined;
     }
     return inspected.globalValue !== undefined ? inspected.globalValue : inspected.defaultValue;
+}
+
+/**
+ * `settings` (from `serverSettings`) with each of RESTRICTED_SERVER_KEYS replaced by its trusted value:
+ * unchanged in a trusted workspace; in Restricted Mode the user's value or the default, never a value from
+ * the workspace or a folder. `inspect` is `WorkspaceConfiguration.inspect` of the same scope.
+ */
+export function restrictServerSettings(
+    settings: SettingsObject,
+    inspect: (key: string) => Inspected<unknown> | undefined,
+    trusted: boolean,
+): SettingsObject {
+    if (trusted) {
+        return settings;
+    }
+    const out = JSON.parse(JSON.stringify(settings)) as SettingsObject;
+    for (const key of RESTRICTED_SERVER_KEYS) {
+        const parts = key.split('.');
+        let node = out;
+        for (const part of parts.slice(0, -1)) {
+            if (!node[part] || typeof node[part] !== 'object') {
+                node[part] = {};
+            }
+            node = node[part] as SettingsObject;
+        }
+        const value = trustedValue(inspect(key), undefined, false);
+        node[parts[parts.length - 1]] = value === undefined ? [] : JSON.parse(JSON.stringify(value));
+    }
+    return out;
 }

@@ -122,7 +122,11 @@ async function markers() {
 
 let serverSilent = false; // no diagnostics at all: the steps that need the server are not tried
 
-async function step(name, fn, { needsServer = true } = {}) {
+async function step(name, fn, { needsServer = true, optIn = false } = {}) {
+    // A shorter scenario (the untrusted workspace) names its steps; an opt-in step runs only when named.
+    if (cfg.onlySteps ? !cfg.onlySteps.includes(name) : optIn) {
+        return;
+    }
     if (needsServer && serverSilent) {
         result.errors.push(`${name}: not tried, the server published no diagnostics`);
         return;
@@ -148,6 +152,14 @@ try {
         await page.locator('.explorer-folders-view, .explorer-viewlet').first().waitFor({ timeout: 20000 }).catch(() => {});
         await sleep(500);
     }, { needsServer: false });
+
+    await step('restricted mode', async () => {
+        // VS Code shows "Restricted Mode" at the left of the status bar while the workspace is untrusted.
+        result.restrictedMode = await poll(async () => {
+            const text = await page.locator('.statusbar').first().innerText();
+            return /Restricted Mode/i.test(text) ? 'Restricted Mode' : undefined;
+        }, 10000);
+    }, { needsServer: false, optIn: true });
 
     await step('open crash log', async () => {
         await openFile(cfg.log.name);

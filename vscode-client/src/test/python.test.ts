@@ -1,4 +1,7 @@
 import { strict as assert } from 'node:assert';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 
@@ -84,15 +87,64 @@ test('the real interpreter running these tests passes the check', async () => {
     assert.ok('version' in r, JSON.stringify(r));
 });
 
-test('server launch: python args, -m vllm_log_lsp serve, PYTHONPATH to the bundle first', () => {
-    const l = serverLaunch(['py', '-3.12'], '/ext', ['--log-level', 'debug'], { PATH: '/bin', PYTHONPATH: '/mine' }, 'linux');
+test('server launch: isolated Python, the bundled launcher, the extension folder as cwd', () => {
+    const l = serverLaunch(['py', '-3.12'], '/ext', ['--log-level', 'debug'], { PATH: '/bin', PYTHONPATH: '/mine' });
     assert.equal(l.command, 'py');
-    assert.deepEqual(l.args, ['-3.12', '-m', 'vllm_log_lsp', 'serve', '--log-level', 'debug']);
-    assert.equal(
-        l.env.PYTHONPATH,
-        [path.join('/ext', 'bundled', 'server'), path.join('/ext', 'bundled', 'libs'), '/mine'].join(':'),
-    );
+    assert.deepEqual(l.args, [
+        '-3.12',
+        '-I',
+        '-X',
+        'utf8',
+        path.join('/ext', 'launcher', 'start_server.py'),
+        'serve',
+        '--log-level',
+        'debug',
+    ]);
+    assert.equal(l.cwd, '/ext');
     assert.equal(l.env.PATH, '/bin');
-    const w = serverLaunch(['python'], 'C:\\ext', [], {}, 'win32');
-    assert.equal(w.env.PYTHONPATH.split(';').length, 2);
+});
+
+/**
+ * The launch command, run for real in a folder holding the files a hostile workspace would plant:
+ * `vllm_log_lsp/__main__.py` (what `python -m vllm_log_lsp` from that folder would run) and `uuid.py` (a
+ * standard module the server imports). Even with that folder as the working directory and on
+ * PYTHONPATH, the bundled server answers `initialize` and neither file runs.
+ */
+test('the launched server imports nothing from the working directory or PYTHONPATH', async () => {
+    const py = process.env.VLLM_LOG_TEST_PYTHON;
+    if (!py) {
+        return; // set by tests/editors/test_vscode.py
+    }
+    const tmp = mkdtempSync(path.join(os.tmpdir(), 'vllm-log-launch-'));
+    const ext = path.join(tmp, 'extension');
+    const workspace = path.join(tmp, 'workspace');
+    const marker = path.join(tmp, 'PWNED');
+    mkdirSync(path.join(ext, 'launcher'), { recursive: true });
+    mkdirSync(path.join(ext, 'bundled', 'libs'), { recursive: true });
+    copyFileSync(path.join(__dirname, '..', '..', 'launcher', 'start_server.py'), path.join(ext, 'launcher', 'start_server.py'));
+    symlinkSync(path.resolve(__dirname, '..', '..', '..', 'server'), path.join(ext, 'bundled', 'server'));
+    const evil = `open(${JSON.stringify(marker)}, "a").write(__name__ + "\\n")\n`;
+    mkdirSync(path.join(workspace, 'vllm_log_lsp'), { recursive: true });
+    writeFileSync(path.join(workspace, 'vllm_log_lsp', '__init__.py'), evil);
+    writeFileSync(path.join(workspace, 'vllm_log_lsp', '__main__.py'), evil);
+    writeFileSync(path.join(workspace, 'uuid.py'), evil);
+    try {
+        const l = serverLaunch([py], ext, [], { ...process.env, PYTHONPATH: workspace });
+        const frame = (msg: object) => {
+            const body = Buffer.from(JSON.stringify(msg));
+            return Buffer.concat([Buffer.from(`Content-Length: ${body.length}\r\n\r\n`), body]);
+        };
+        const input = Buffer.concat([
+            frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { processId: null, rootUri: null, capabilities: {} } }),
+            frame({ jsonrpc: '2.0', method: 'initialized', params: {} }),
+            frame({ jsonrpc: '2.0', id: 2, method: 'shutdown' }),
+            frame({ jsonrpc: '2.0', method: 'exit' }),
+        ]);
+        // The working directory is the hostile folder here (not the extension's), to show -I alone is enough.
+        const out = spawnSync(l.command, l.args, { cwd: workspace, env: l.env, input, timeout: 60000 });
+        assert.match(String(out.stdout), /"capabilities"/, String(out.stderr).slice(-2000));
+        assert.equal(existsSync(marker), false, existsSync(marker) ? readFileSync(marker, 'utf8') : '');
+    } finally {
+        rmSync(tmp, { recursive: true, force: true });
+    }
 });

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 
-import { serverSettings, trustedValue } from '../settings';
+import { restrictServerSettings, serverSettings, trustedValue } from '../settings';
 
 test('the server gets the section without interpreter, serverArgs and trace', () => {
     const section = {
@@ -28,4 +28,23 @@ test('in Restricted Mode only the user value (or the default) of a restricted se
     assert.deepEqual(trustedValue(inspected, ['./evil'], true), ['./evil']);
     assert.deepEqual(trustedValue(inspected, ['./evil'], false), ['/usr/bin/python3']);
     assert.deepEqual(trustedValue({ defaultValue: [], workspaceValue: ['./evil'] }, ['./evil'], false), []);
+});
+
+test('in Restricted Mode the server gets only the user value of rules.extraFiles', () => {
+    const settings = { rules: { extraFiles: ['/dev/stdin'] }, maxFileSizeMB: 5 };
+    const seen: string[] = [];
+    const inspect = (key: string) => {
+        seen.push(key);
+        return { defaultValue: [], globalValue: ['~/my-rules.toml'], workspaceFolderValue: ['/dev/stdin'] };
+    };
+    assert.deepEqual(restrictServerSettings(settings, inspect, true), settings);
+    assert.deepEqual(restrictServerSettings(settings, inspect, false), {
+        rules: { extraFiles: ['~/my-rules.toml'] },
+        maxFileSizeMB: 5,
+    });
+    assert.deepEqual(seen, ['rules.extraFiles']);
+    // No user value: the default (none), also when the section came without a `rules` object.
+    const none = () => ({ defaultValue: [], workspaceValue: ['evil.toml'] });
+    assert.deepEqual(restrictServerSettings({ maxFileSizeMB: 5 }, none, false), { maxFileSizeMB: 5, rules: { extraFiles: [] } });
+    assert.deepEqual(settings.rules.extraFiles, ['/dev/stdin']); // the input is not changed
 });
