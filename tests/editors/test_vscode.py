@@ -636,7 +636,9 @@ def _hostile_workspace(markers: Path) -> Callable[[Path], None]:
         (workspace / "uuid.py").write_text(payload("uuid"))
         # Workspace settings that would run a program of the workspace's and load its rules.
         fake_python = workspace / "python3"
-        fake_python.write_text(f'#!/bin/sh\necho ran > {markers / "interpreter"}\nexec {sys.executable} "$@"\n')
+        fake_python.write_text(
+            f'#!/bin/sh\necho ran > {markers / "interpreter"}\nexec {sys.executable} "$@"\n'
+        )
         fake_python.chmod(0o755)
         (workspace / "planted.toml").write_text(
             f'[[rule]]\nid = "planted"\ntitle = "{HOSTILE_RULE_TITLE}"\nfamily = "runtime_faults"\n'

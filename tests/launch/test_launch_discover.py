@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
+import pytest
+
 from vllm_log_lsp.launch import DiscoveryOptions, discover
+from vllm_log_lsp.launch.discover import read_text
 
 
 def write(root: Path, rel: str, text: str | bytes) -> None:
@@ -90,3 +95,51 @@ def test_invocation_records_what_it_sets(tmp_path: Path) -> None:
 def test_single_file_root(tmp_path: Path) -> None:
     write(tmp_path, "a.sh", "vllm serve org/a\n")
     assert models(discover([str(tmp_path / "a.sh")])) == ["org/a"]
+
+
+# -- special files and links ----------------------------------------------------------------------
+def within(seconds: float, fn, *args):
+    """`fn(*args)` in a daemon thread; fails (instead of hanging the suite) if it does not return."""
+    box: list = []
+    worker = threading.Thread(target=lambda: box.append(fn(*args)), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert box, f"{fn.__name__} did not return within {seconds} s"
+    return box[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_fifos_and_devices_are_skipped_without_blocking(tmp_path: Path) -> None:
+    write(tmp_path, "real.sh", "#!/bin/bash\nvllm serve org/real\n")
+    os.mkfifo(tmp_path / "serve.sh")  # opening it for reading would wait for a writer forever
+    os.mkfifo(tmp_path / "start")
+    (tmp_path / "zero.sh").symlink_to("/dev/zero")  # getsize() is 0; a read never ends
+    (tmp_path / "stdin.sh").symlink_to("/dev/stdin")
+    (tmp_path / "random").symlink_to("/dev/urandom")
+    found = within(20, discover, [str(tmp_path)])
+    assert models(found) == ["org/real"]
+    assert not found.skipped
+    # A FIFO or device named directly as the root is refused the same way.
+    assert models(within(20, discover, [str(tmp_path / "serve.sh")])) == []
+    assert models(within(20, discover, [str(tmp_path / "zero.sh")])) == []
+
+
+def test_read_text_checks_the_open_file_not_the_path(tmp_path: Path) -> None:
+    write(tmp_path, "ok.sh", "vllm serve org/ok\n")
+    assert read_text(str(tmp_path / "ok.sh"), 100) == "vllm serve org/ok\n"
+    assert read_text(str(tmp_path / "ok.sh"), 10) is None  # over the limit
+    (tmp_path / "zero.sh").symlink_to("/dev/zero")
+    assert within(10, read_text, str(tmp_path / "zero.sh"), 1 << 20) is None
+    assert read_text(str(tmp_path), 100) is None  # a folder
+
+
+def test_symlinks_out_of_the_workspace_are_not_followed(tmp_path: Path) -> None:
+    outside, workspace = tmp_path / "outside", tmp_path / "workspace"
+    write(outside, "serve.sh", "#!/bin/bash\nvllm serve org/outside\n")
+    write(workspace, "scripts/inner.sh", "#!/bin/bash\nvllm serve org/inner\n")
+    (workspace / "serve.sh").symlink_to(outside / "serve.sh")  # a quick fix would edit the outside file
+    (workspace / "alias.sh").symlink_to(workspace / "scripts" / "inner.sh")  # stays inside: fine
+    (workspace / "linked-dir").symlink_to(outside, target_is_directory=True)
+    found = discover([str(workspace)])
+    assert models(found) == ["org/inner", "org/inner"]
+    assert sorted(Path(i.path).name for i in found.invocations) == ["alias.sh", "inner.sh"]

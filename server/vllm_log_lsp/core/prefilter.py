@@ -12,12 +12,12 @@ itself; an editor's text is piped to it.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import threading
 from collections.abc import Iterable
 
 from .text import LogIndex
+from .tools import find_program
 
 # Below this many characters a subprocess costs more than it saves.
 TOOL_THRESHOLD = 4_000_000
@@ -29,11 +29,11 @@ Tool = tuple[str, str]  # (kind, executable path)
 
 
 def search_tool(kinds: Iterable[str] = TOOLS) -> Tool | None:
-    """The fastest literal-search tool on PATH, or None."""
+    """The fastest literal-search tool on PATH (trusted entries only, see `tools`), or None."""
     if os.environ.get("VLLM_LOG_LSP_NO_GREP"):
         return None
     for kind in kinds:
-        path = shutil.which(kind)
+        path = find_program(kind)
         if path:
             return kind, path
     return None

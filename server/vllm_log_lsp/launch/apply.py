@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterable, Sequence
 
 from ..core.model import FixOp, ResolvedOp, RunContext, ValueSpec
+from ..core.source import LogReadError, read_regular_text
 from ..core.values import resolve_value
 from ..core.versions import Version, parse_version
 from .argv import same_value
@@ -26,6 +27,8 @@ from .sites import Malformed, Site
 from .text import LineIndex, apply_edits, diff_edits, to_lf, with_line_endings
 
 OpLike = FixOp | ResolvedOp
+#: A launch script is read again when a fix is applied: only a regular file, and never more than this.
+MAX_SCRIPT_BYTES = 8 << 20
 
 
 def invocations_in_text(path: str, text: str) -> list[Invocation]:
@@ -52,7 +55,7 @@ def apply_fix(
     if text is None:
         try:
             text = read_script(invocation.path)
-        except (OSError, UnicodeDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, LogReadError) as exc:
             name = os.path.basename(invocation.path)
             return FixResult(invocation.path, "skipped", "", "", reason=f"skipped {name}: {exc}")
     return fix_text(text, invocation.path, ops, index=invocation.index, context=context, captures=captures)
@@ -69,15 +72,15 @@ def fix_file(
     name = os.path.basename(path)
     try:
         text = read_script(path)
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, LogReadError) as exc:
         return FixResult(path, "skipped", "", "", reason=f"skipped {name}: {exc}")
     return fix_text(text, path, ops, context=context, captures=captures)
 
 
 def read_script(path: str) -> str:
-    """A launch script's text exactly as stored (CRLF line ends kept, unlike `read_text`)."""
-    with open(path, encoding="utf-8", newline="") as handle:
-        return handle.read()
+    """A launch script's text exactly as stored (CRLF line ends kept, unlike `read_text`); only a
+    regular file (a FIFO or device is refused without blocking), at most MAX_SCRIPT_BYTES."""
+    return read_regular_text(path, MAX_SCRIPT_BYTES)
 
 
 def fix_text(

@@ -5,8 +5,9 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
+from ..core.paths import resolves_inside
+from ..core.source import LogReadError, read_regular_text
 from .apply import invocations_in_text
 from .formats import file_kind
 from .model import Discovery, DiscoveryOptions, Invocation, SkippedFile
@@ -19,8 +20,10 @@ def discover(roots: Sequence[str], options: DiscoveryOptions | None = None) -> D
     """Every vLLM invocation under `roots` (files in sorted order, invocations in file order).
 
     Skips VCS folders, virtual environments, `node_modules`, caches, files larger than
-    `options.max_file_bytes`, binary files and files that do not mention vLLM. Files that
-    look like launch files but do not parse are reported in `skipped`.
+    `options.max_file_bytes`, binary files and files that do not mention vLLM, anything but
+    regular files (FIFOs, devices), and symlinks that lead out of their root (a quick fix would
+    edit the file outside through the link). Files that look like launch files but do not
+    parse are reported in `skipped`.
     """
     options = options or DiscoveryOptions()
     invocations: list[Invocation] = []
@@ -48,7 +51,7 @@ def iter_files(roots: Sequence[str], options: DiscoveryOptions) -> Iterator[str]
         if os.path.isfile(root):
             yield root
             continue
-        for folder, dirs, files in os.walk(root):
+        for folder, dirs, files in os.walk(root):  # symlinked folders are not entered
             rel_folder = os.path.relpath(folder, root)
             dirs[:] = sorted(
                 d
@@ -65,23 +68,20 @@ def iter_files(roots: Sequence[str], options: DiscoveryOptions) -> Iterator[str]
                     continue
                 if file_kind(name) is None and not options.include and "." in name:
                     continue  # not a launch format and not a possible extension-less script
-                yield os.path.join(folder, name)
+                path = os.path.join(folder, name)
+                if os.path.islink(path) and not resolves_inside(path, [root]):
+                    continue
+                yield path
 
 
 def read_text(path: str, max_bytes: int) -> str | None:
-    """The file's text, or None when it is too big, binary, unreadable or not UTF-8."""
+    """The file's text, or None when it is too big, binary, unreadable, not UTF-8 or not a
+    regular file (checked on the open file: a FIFO never blocks, a link to `/dev/zero` is refused)."""
     try:
-        if os.path.getsize(path) > max_bytes:
-            return None
-        data = Path(path).read_bytes()
-    except OSError:
+        text = read_regular_text(path, max_bytes)
+    except (OSError, LogReadError):
         return None
-    if b"\0" in data[:_SNIFF_BYTES]:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+    return None if "\0" in text[:_SNIFF_BYTES] else text
 
 
 def _join(folder: str, name: str) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from typing import Literal
 import bashlex
 import bashlex.errors
 
+from ..core.tools import find_program
 from .argv import docker_env_uses, find_entry
 from .model import Format
 from .sites import Arg, ArgvSite, EnvTarget, OpPlan, Site, join_words, quote_like
@@ -162,7 +162,7 @@ def _word(part: bashlex.ast.node, text: str) -> Word:
 
 def check_shell(text: str) -> str | None:
     """None when the script parses; else the shell's complaint (`bash -n`, else bashlex)."""
-    bash = shutil.which("bash")
+    bash = find_program("bash")  # never a `bash` of the workspace (see core/tools.py)
     if bash:
         try:
             done = subprocess.run(

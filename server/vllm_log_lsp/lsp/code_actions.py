@@ -43,6 +43,8 @@ from lsprotocol import types
 from pygls import uris
 
 from ..core.model import Finding, ResolvedFix
+from ..core.paths import resolves_inside
+from ..core.tools import distrust
 from ..launch import (
     Candidate,
     Discovery,
@@ -152,7 +154,10 @@ def collect_invocations(
 
 
 def in_scope(path: str, roots: Sequence[str], options: DiscoveryOptions) -> bool:
-    """Whether discovery would look at `path`: under a root, and allowed by the globs."""
+    """Whether discovery would look at `path`: under a root (also once symlinks are resolved: an
+    edit through a link must not land outside the workspace), and allowed by the globs."""
+    if not resolves_inside(path, roots):
+        return False
     for root in roots:
         rel = os.path.relpath(path, root).replace(os.sep, "/")
         if rel.startswith("../") or rel == "..":
@@ -413,7 +418,9 @@ def _support(server: VllmLogServer) -> ClientSupport:
 
 
 def _roots(server: VllmLogServer) -> list[str]:
-    return [os.path.normpath(p) for f in server.workspace_folders if (p := uris.to_fs_path(f))]
+    roots = [os.path.normpath(p) for f in server.workspace_folders if (p := uris.to_fs_path(f))]
+    distrust(roots)  # folders added since initialize: `bash -n` is never looked up in them
+    return roots
 
 
 def _open_scripts(server: VllmLogServer) -> dict[str, OpenScript]:

@@ -17,6 +17,7 @@ from lsprotocol import types
 from pygls import uris
 
 from ..core.catalog import Catalog, builtin_catalog, catalog_with_user_files
+from ..core.tools import distrust
 from .safety import log_to_client
 from .settings import SECTION, SettingsSet, parse_settings
 
@@ -96,6 +97,8 @@ def register(server: VllmLogServer) -> None:
     def initialize(params: types.InitializeParams) -> None:
         # Parsed now so that documents opened right after `initialized` get the right settings;
         # messages wait for `initialized` (the client may not show them before).
+        # Programs (rg, grep, bash) are never looked up in a workspace folder.
+        distrust(p for folder in server.workspace_folders if (p := uris.to_fs_path(folder)))
         settings, errors = parse_settings(params.initialization_options)
         server.settings = settings
         server.pending_messages.extend(errors)
