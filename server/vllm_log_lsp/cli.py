@@ -23,6 +23,7 @@ from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
 from .core.linebreaks import NewlineLines
 from .core.model import PHASE_TITLES, Analysis, Finding, ResolvedFix
 from .core.source import LogReadError, LogSource, open_log, open_regular, read_regular_text
+from .report.health_text import health_lines, health_to_json, record_line, record_to_json
 
 #: Exit codes (also in `--help`): a readable log with no engine death; a death; the input or the
 #: command line could not be used (nothing was diagnosed); a bug in this tool.
@@ -166,12 +167,15 @@ def render_text(path: str, analysis: Analysis, style: Style, lines: NewlineLines
     out: list[str] = []
     for warning in analysis.warnings:
         out.append(f"{path}: {style.yellow('warning')}: {warning}")
+    health = analysis.health
     if not analysis.findings:
         out.append(f"{path}: {style.dim('no engine death found')}")
-        return "\n".join(out)
     for finding in analysis.findings:
         out.extend(_finding_lines(path, finding, style, lines))
+        record = record_line(health.record_for(finding.line) if health else None, lines.line)
+        out.extend([record] if record else [])
         out.append("")
+    out.extend(health_lines(path, health, style.yellow, style.dim, lines.line))
     return "\n".join(out).rstrip("\n")
 
 
@@ -226,7 +230,8 @@ def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
             status = EXIT_UNREADABLE
             continue
         analysis = analyze_source(source, catalog)
-        numbering = NewlineLines(source.data) if analysis.findings else NO_BARE_CR
+        has_lines = analysis.findings or (analysis.health is not None and analysis.health.series)
+        numbering = NewlineLines(source.data) if has_lines else NO_BARE_CR
         if analysis.findings and status == EXIT_HEALTHY:
             status = EXIT_DEATH
         if args.format == "json":
@@ -235,7 +240,14 @@ def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
                     "path": name,
                     "error": None,
                     "warnings": list(analysis.warnings),
-                    "incidents": [finding_to_json(f, numbering) for f in analysis.findings],
+                    "incidents": [
+                        {
+                            **finding_to_json(f, numbering),
+                            "prefailure": record_to_json(_record(analysis, f), numbering.line),
+                        }
+                        for f in analysis.findings
+                    ],
+                    "health": health_to_json(analysis.health, numbering.line),
                 }
             )
         else:
@@ -247,6 +259,10 @@ def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
 
 def analyze_source(source: LogSource, catalog: Catalog) -> Analysis:
     return analyze(source.data, catalog, tuple(source.warnings), path=source.plain_path)
+
+
+def _record(analysis: Analysis, finding: Finding):
+    return analysis.health.record_for(finding.line) if analysis.health else None
 
 
 # -- check --fix --------------------------------------------------------------------------------

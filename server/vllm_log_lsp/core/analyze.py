@@ -5,6 +5,8 @@
    the text is parsed.
 2. `incidents` groups the deaths of each run and chooses each one's root cause.
 3. `classify` names the cause with the ordered catalog, its phase, evidence and fixes.
+4. `stats` reads the periodic stats lines (its own literal pre-filter pass) and `health` turns
+   them into health findings and a pre-failure record per death.
 `Analyzer` keeps the scan of a growing log and re-scans only what was appended.
 """
 
@@ -16,6 +18,7 @@ from . import catalog as catalog_mod
 from .catalog import Catalog
 from .classify import build_finding, classify
 from .context import read_context
+from .health import build_health
 from .incidents import (
     LATE_WINDOW,
     Incident,
@@ -29,6 +32,7 @@ from .linebreaks import NewlineLines
 from .model import Analysis, Finding, Precursor, RunSegment
 from .scan import Candidate, Scan, scan_lines, truncate_scan
 from .source import first_invalid_utf8
+from .stats import StatsScan, scan_stats
 from .text import LogIndex, Text
 
 __all__ = ["Analyzer", "analyze", "classify"]
@@ -57,6 +61,7 @@ class Analyzer:
         self._text: Text | None = None
         self._scan: Scan | None = None
         self._index: LogIndex | None = None
+        self._stats: StatsScan | None = None
         self.reused_offset = 0  # how much of the text the last call did not scan again
 
     def analyze(self, text: Text, warnings: tuple[str, ...] = (), path: str | None = None) -> Analysis:
@@ -64,8 +69,10 @@ class Analyzer:
         scan, start = self._reusable_scan(text, index)
         self.reused_offset = start
         scan = scan_lines(index, self.catalog, scan, start)
-        self._text, self._scan, self._index = text, scan, index
-        return _analysis(index, self.catalog, scan, warnings)
+        kept = self._stats.before(index.line_of(start)) if self._stats is not None and start else None
+        stats = scan_stats(index, kept, start if kept is not None else 0)
+        self._text, self._scan, self._index, self._stats = text, scan, index, stats
+        return _analysis(index, self.catalog, scan, warnings, stats)
 
     def _reusable_scan(self, text: Text, index: LogIndex) -> tuple[Scan | None, int]:
         old, scan, old_index = self._text, self._scan, self._index
@@ -92,7 +99,9 @@ class Analyzer:
         return truncate_scan(scan, index.line_of(stable)), stable
 
 
-def _analysis(index: LogIndex, catalog: Catalog, scan: Scan, warnings: tuple[str, ...]) -> Analysis:
+def _analysis(
+    index: LogIndex, catalog: Catalog, scan: Scan, warnings: tuple[str, ...], stats: StatsScan
+) -> Analysis:
     pools = unwrap_candidates(catalog, scan)
     incidents = group_incidents(index, catalog, scan, pools)
     findings: list[Finding] = []
@@ -103,16 +112,19 @@ def _analysis(index: LogIndex, catalog: Catalog, scan: Scan, warnings: tuple[str
             findings.append(finding)
     findings = _dedupe(findings)
     precursors = _precursors_for(scan, findings)
+    line_count = index.line_of(len(index)) + 1
+    run_starts = tuple(sorted({n for n, _ in scan.run_starts}))
     return Analysis(
         findings=tuple(findings),
         precursors=tuple(precursors),
         runs=tuple(runs.values()),
-        line_count=index.line_of(len(index)) + 1,
+        line_count=line_count,
         warnings=warnings + _encoding_warnings(index),
         folds=tuple(
             (tb.header_line, tb.last_line) for tb in scan.tracebacks if tb.last_line > tb.header_line
         ),
-        run_starts=tuple(sorted({n for n, _ in scan.run_starts})),
+        run_starts=run_starts,
+        health=build_health(index, stats, run_starts, line_count, findings),
     )
 
 

@@ -8,7 +8,10 @@ The dataclasses are plain and frozen so that results can be shared across thread
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .health import Health
 
 Severity = Literal["error", "warning", "information", "hint"]
 
@@ -295,6 +298,7 @@ class Analysis:
     warnings: tuple[str, ...] = ()  # problems with the input itself (binary data, huge lines)
     folds: tuple[tuple[int, int], ...] = ()  # (first, last) line of each traceback
     run_starts: tuple[int, ...] = ()  # lines where vLLM (re)started
+    health: Health | None = None  # stats series, health findings, pre-failure records
 
     @property
     def healthy(self) -> bool:

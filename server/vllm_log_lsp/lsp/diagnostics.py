@@ -2,14 +2,17 @@
 
 Per finding: one Error on the root cause (the exception text, not the line's prefixes) whose
 related information lists every symptom; one Warning per symptom pointing back at the cause.
-Precursors are Information. Severities can be overridden per rule id, or for all symptoms
-(`symptom`) or precursors (`precursor`).
+Precursors are Information. Health findings (from the stats lines, on any log) are Information or
+Warning at the stats line where the condition began, never Error. Severities can be overridden per
+rule or condition id, or for all symptoms (`symptom`), precursors (`precursor`) or health
+findings (`health`).
 """
 
 from __future__ import annotations
 
 from lsprotocol import types
 
+from ..core.health import HealthFinding
 from ..core.model import Finding
 from .positions import line_range, span_range
 from .state import AnalysisResult
@@ -78,7 +81,36 @@ def build_diagnostics(uri: str, result: AnalysisResult, encoding: str) -> list[t
                     code=pre.id,
                 )
             )
+    health = result.analysis.health
+    for item in health.findings if health is not None else ():
+        diagnostics.append(_health_diagnostic(uri, result, item, encoding))
     return diagnostics
+
+
+def _health_diagnostic(
+    uri: str, result: AnalysisResult, item: HealthFinding, encoding: str
+) -> types.Diagnostic:
+    related = []
+    if item.last_line != item.line:
+        last = line_range(item.last_line, result.line_text(item.last_line), encoding)
+        related.append(
+            types.DiagnosticRelatedInformation(
+                location=types.Location(uri=uri, range=last),
+                message=f"last seen on line {item.last_line + 1}",
+            )
+        )
+    severity = _severity(result, (item.id, "health"), item.severity)
+    if severity == types.DiagnosticSeverity.Error:  # health never claims a death
+        severity = types.DiagnosticSeverity.Warning
+    return types.Diagnostic(
+        range=span_range(result.line_text(item.line), item.span, encoding),
+        message=f"{item.title}: {item.message}",
+        severity=severity,
+        source=SOURCE,
+        code=item.id,
+        related_information=related or None,
+        data={"role": "health", "healthId": item.id},
+    )
 
 
 def _finding_diagnostics(

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from ..core.health import health_catalog
 from .code_actions import fix_previews
+from .health_render import health_markdown, prefailure_markdown, stats_markdown
 from .positions import span_range
 from .render import finding_markdown, precursor_markdown, symptom_markdown
 from .safety import guarded
@@ -29,9 +31,12 @@ def register(server: VllmLogServer) -> None:
             return None
         sections: list[str] = []
         span = None
+        health = result.analysis.health
         for finding in result.finding_at_root(line):
             previews = await fix_previews(server, params.text_document.uri, finding)
             sections.append(finding_markdown(finding, previews))
+            record = health.record_for(finding.line) if health else None
+            sections += [prefailure_markdown(record)] if record else []
             span = span or finding.root
         for finding in result.findings_with_symptom(line):
             symptom = next(s for s in finding.symptoms if s.line == line)
@@ -42,6 +47,15 @@ def register(server: VllmLogServer) -> None:
             if pre.line == line:
                 sections.append(precursor_markdown(pre))
                 span = span or pre.span
+        if health is not None:
+            for item in health.findings:
+                if item.line == line:
+                    sections.append(health_markdown(item))
+                    span = span or item.span
+            if (found := health.sample_at(line)) is not None:
+                series, position = found
+                sections.append(stats_markdown(series, position, health_catalog().sparkline_radius))
+                span = span or series.samples[position].span
         if not sections:
             return None
         encoding = server.position_encoding

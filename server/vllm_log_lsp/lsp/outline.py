@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from ..core.outline import RunOutline, build_outline, run_boundaries
+from .health_render import series_symbols
 from .positions import line_range, span_range
 from .safety import guarded
 from .state import AnalysisResult, DocumentState
@@ -74,6 +75,8 @@ def document_symbols(
                     ),
                 )
             )
+        if result.analysis.health is not None:
+            children += series_symbols(result, result.analysis.health, number - 1, encoding)
         children.sort(key=lambda item: item[0])
         start_text = result.line_text(run.start_line)
         symbols.append(
