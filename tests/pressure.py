@@ -9,6 +9,8 @@ rewrites the committed copies under tests/fixtures/formats/.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 FORMATS = Path(__file__).parent / "fixtures" / "formats"
@@ -130,6 +132,12 @@ def v0_preemption_log() -> str:
                 f"provide more KV cache memory. total_num_cumulative_preemption={count}"
             )
     return "\n".join(lines) + "\n"
+
+
+def check_report(out: Path, *logs: Path) -> subprocess.CompletedProcess[str]:
+    """`vllm-log-lsp check --report OUT LOG...` as a user runs it."""
+    command = [sys.executable, "-m", "vllm_log_lsp", "check", "--report", str(out), *map(str, logs)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
 
 
 if __name__ == "__main__":

@@ -216,6 +216,8 @@ def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
         return error("--write and --fix-index need --fix SCRIPT")
     if args.files.count("-") > 1:
         return error("standard input (-) can be read only once")
+    if args.report and len(args.files) != 1:
+        return error("--report writes the report of one FILE")
     out = Reports(sys.stdout)
     style = Style(use_colour(args.color, sys.stdout))
     status = EXIT_HEALTHY
@@ -232,6 +234,13 @@ def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
         analysis = analyze_source(source, catalog)
         has_lines = analysis.findings or (analysis.health is not None and analysis.health.series)
         numbering = NewlineLines(source.data) if has_lines else NO_BARE_CR
+        if args.report:
+            from .report.html import write_report  # only when asked: keeps start-up light
+
+            try:
+                write_report(args.report, path, source.data, analysis, catalog)
+            except OSError as err:
+                return error(f"cannot write the report {args.report}: {err.strerror or err}")
         if analysis.findings and status == EXIT_HEALTHY:
             status = EXIT_DEATH
         if args.format == "json":
@@ -516,6 +525,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(shell, compose, Kubernetes, Dockerfile, Python) instead of the report",
     )
     check.add_argument("--write", action="store_true", help="with --fix: apply the fix to SCRIPT")
+    check.add_argument(
+        "--report", metavar="HTML", help="also write a self-contained HTML report of the log (one FILE)"
+    )
     check.add_argument(
         "--fix-index",
         type=int,

@@ -48,7 +48,9 @@ def test_json_report_schema() -> None:
     report = json.loads(result.stdout)
     assert report["version"] == 1
     crash, healthy = report["files"]
+    health = healthy.pop("health")  # the stats lines' series and findings (see tests/core/test_health.py)
     assert healthy == {"path": str(HEALTHY / "001.log"), "error": None, "warnings": [], "incidents": []}
+    assert health["findings"] == [] and [s["samples"] for s in health["series"]] == [2]
     [incident] = crash["incidents"]
     root = incident["root_cause"]
     assert (root["line"], root["cause"], root["family"]) == (27, "oom-serving", "memory")

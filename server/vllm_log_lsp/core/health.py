@@ -116,6 +116,7 @@ class PreFailureRecord:
     last_success_line: int | None
     seconds_since_success: float | None
     engines: int = 1
+    death_time: float | None = None  # on the scale of `StatsSample.time`
 
     @property
     def summary(self) -> str:
@@ -543,6 +544,7 @@ def prefailure_record(
         last_success_line=success_line,
         seconds_since_success=since,
         engines=len(candidates),
+        death_time=death_time,
     )
 
 

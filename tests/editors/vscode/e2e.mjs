@@ -6,7 +6,7 @@
 // Usage: node e2e.mjs CONFIG.json   (see test_vscode.py for the fields); writes CONFIG.result to stdout as JSON.
 
 import { readFileSync, writeFileSync } from 'node:fs';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './browser.mjs';
 
 const cfg = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const result = { steps: [], errors: [] };
@@ -34,21 +34,7 @@ async function poll(fn, timeoutMs, intervalMs = 200) {
     }
 }
 
-const browser = await chromium.launch({
-    executablePath: cfg.chromium,
-    headless: true,
-    args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--disable-dev-shm-usage',
-    ],
-});
+const browser = await launchChromium(cfg.chromium);
 const page = await browser.newPage({ viewport: { width: 1600, height: 1000 }, deviceScaleFactor: 1 });
 page.setDefaultTimeout(15000);
 
