@@ -221,3 +221,26 @@ def test_shipped_catalog_loads() -> None:
         "prefix-cache-cold",
     }
     assert {c.severity for c in catalog.conditions.values()} <= {"information", "warning"}
+
+
+def test_check_numbers_health_lines_as_grep_does(tmp_path) -> None:
+    # A progress bar redrawn with a bare `\r` is one line for grep -n/less/vim, two for LSP.
+    text = v1_pressure_log().replace(
+        "Starting to load model", "Loading 10%\rLoading 100%\n" + "Starting to load model", 1
+    )
+    log = tmp_path / "cr.log"
+    log.write_bytes(text.encode())
+    grep_line = next(n for n, line in enumerate(text.split("\n"), 1) if "GPU KV cache usage: 97.0%" in line)
+    result = subprocess.run(
+        [sys.executable, "-m", "vllm_log_lsp", "check", "--format", "json", str(log)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    [file] = json.loads(result.stdout)["files"]
+    [kv] = [f for f in file["health"]["findings"] if f["id"] == "kv-cache-pressure"]
+    assert kv["line"] == grep_line and file["incidents"][0]["prefailure"]["first_line"] == grep_line
+    text_out = subprocess.run(
+        [sys.executable, "-m", "vllm_log_lsp", "check", str(log)], capture_output=True, text=True, timeout=60
+    ).stdout
+    assert f"{log}:{grep_line}: warning: kv-cache-pressure" in text_out

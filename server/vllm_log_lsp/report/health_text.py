@@ -43,13 +43,12 @@ def health_lines(
     return out
 
 
-def record_line(record: PreFailureRecord | None) -> str | None:
-    """The `before the death:` line under an incident, or None without stats before it."""
+def record_line(record: PreFailureRecord | None, line_of: LineOf = _same) -> str | None:
+    """The `pre-failure record` line under an incident, or None without stats before it."""
     if record is None:
         return None
-    return (
-        f"  pre-failure record (stats lines {record.first_line + 1}–{record.last_line + 1}): {record.summary}"
-    )
+    lines = f"{line_of(record.first_line) + 1}–{line_of(record.last_line) + 1}"
+    return f"  pre-failure record (stats lines {lines}): {record.summary}"
 
 
 def _change(change: MetricChange | None, line_of: LineOf) -> dict | None:
