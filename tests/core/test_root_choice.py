@@ -213,3 +213,40 @@ def test_check_json_says_why_and_what_else_was_considered(tmp_path) -> None:
     assert root["confidence"] in ("high", "medium", "low") and root["why"]
     assert any("logging" in c["why_not"].lower() for c in root["considered"])
     assert all({"line", "text", "why_not"} <= set(c) for c in root["considered"])
+
+
+@pytest.mark.parametrize(
+    ("module", "fatal"),
+    [
+        (
+            "vllm._C",
+            "AttributeError: '_OpNamespace' '_C_utils' object has no attribute 'init_cpu_threads_env'",
+        ),
+        ("vllm._moe_C", "AttributeError: '_OpNamespace' '_moe_C' object has no attribute 'topk_softmax'"),
+        ("vllm._C", "RuntimeError: operator _C::rms_norm does not exist"),
+    ],
+)
+def test_a_warning_is_the_cause_when_the_fatal_error_names_what_it_names(module: str, fatal: str) -> None:
+    warning = f'WARNING 08-13 09:55:12 [_custom_ops.py:20] Failed to import from {module} with ImportError("undefined symbol")'
+    lines = [*V0_PROFILE[:2], warning, V0_PROFILE[2], f"ERROR 08-13 09:55:20 [core.py:1] {fatal}"]
+    analysis = analyze(_log(lines))
+    [finding] = analysis.findings
+    assert finding.line == 2 and "Failed to import" in finding.root_text
+    assert module in finding.why and any(c.line == 4 for c in finding.considered)
+    assert all(p.line != 2 for p in analysis.precursors)  # not also shown as a precursor
+
+
+def test_a_warning_about_something_else_stays_a_precursor() -> None:
+    warning = 'WARNING 08-13 09:55:12 [_custom_ops.py:20] Failed to import from vllm._C with ImportError("x")'
+    fatal = "ERROR 08-13 09:55:20 [core.py:1] ValueError: unknown quantization method 'fp5'"
+    [finding] = analyze(_log([*V0_PROFILE[:2], warning, V0_PROFILE[2], fatal])).findings
+    assert finding.root_text == "ValueError: unknown quantization method 'fp5'"
+
+
+@pytest.mark.parametrize("signal", ["SIGSEGV", "SIGBUS", "SIGABRT"])
+@pytest.mark.parametrize("prefix", ["", "(EngineCore_DP0 pid=742) (RayWorkerWrapper pid=233, ip=10.0.0.5) "])
+def test_a_failure_signal_dump_is_a_fatal_fault(signal: str, prefix: str) -> None:
+    dump = f"{prefix}*** {signal} received at time=1762945937 on cpu 6 ***"
+    later = f"{prefix}Fatal Python error: Segmentation fault"
+    [finding] = analyze(_log([*STARTUP, dump, f"{prefix}PC: @ 0x7f0 (unknown)", later])).findings
+    assert finding.line == len(STARTUP)

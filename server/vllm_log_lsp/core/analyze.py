@@ -24,6 +24,7 @@ from .incidents import (
     Incident,
     choose_root,
     group_incidents,
+    promote_precursor,
     run_lines,
     symptom_as_root,
     unwrap_candidates,
@@ -152,6 +153,8 @@ def _diagnose(
     next_run = starts[incident.run_index] if incident.run_index < len(starts) else 1 << 60
     window = (run_start, next_run)
     choice = choose_root(index, catalog, scan, incident, window, pools)
+    if choice is not None:
+        choice = promote_precursor(catalog, scan, choice, run_start)
     cand = choice.candidate if choice is not None else symptom_as_root(incident)
     event = cand.event
     root_offset = offset_of(index, scan, event.line)
@@ -193,4 +196,5 @@ def _precursors_for(scan: Scan, findings: list[Finding]) -> list[Precursor]:
         return []
     last = max(max((s.line for s in f.symptoms), default=f.line) for f in findings)
     last = max(last, max(f.line for f in findings))
-    return [p for p, _ in scan.precursors if p.line <= last]
+    roots = {f.line for f in findings}  # a warning promoted to a root cause is not also a precursor
+    return [p for p, _ in scan.precursors if p.line <= last and p.line not in roots]

@@ -123,6 +123,7 @@ class Marker:
     explanation: str = ""
     after_death_only: bool = False
     last_resort: bool = False  # survived: still the root when nothing else explains the death
+    promote: str = ""  # precursor: the capture naming what failed; a fatal error naming it follows from it
     offset: int = 0  # run_start: the run starts this many lines after the marker
 
 
@@ -483,6 +484,7 @@ def _parse_markers(
                     explanation=raw.get("explanation", "").strip(),
                     after_death_only=bool(raw.get("after_death_only", False)),
                     last_resort=bool(raw.get("last_resort", False)),
+                    promote=str(raw.get("promote", "")),
                     offset=int(raw.get("offset", 0)),
                 )
             )

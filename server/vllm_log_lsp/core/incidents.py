@@ -10,6 +10,7 @@ exception at all is represented by its most telling symptom.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field, replace
 
 from . import catalog as catalog_mod
@@ -556,6 +557,42 @@ def _confidence(chosen: Candidate, group: int, viable: list[tuple[int, Candidate
     if chosen.tier <= 1 and len(viable) <= 3:
         return "medium"
     return "low"
+
+
+def promote_precursor(catalog: Catalog, scan: Scan, choice: RootChoice, run_start: int) -> RootChoice:
+    """A warning is the cause when the fatal error refers to what it names: `Failed to import
+    vllm._C` before `'_C_utils' object has no attribute ...`. The warning becomes the root."""
+    root = choice.candidate.event
+    haystack = "\n".join([root.text] + [f"{f.path} {f.function or ''}" for f in root.frames])
+    promoting = {m.id: m for m in catalog.markers_of("precursor") if m.promote}
+    for precursor, line in scan.precursors:
+        marker = promoting.get(precursor.id)
+        if marker is None or not (run_start <= precursor.line < root.line):
+            continue
+        found = marker.pattern.search(line.message)
+        subject = (found.groupdict().get(marker.promote) or "") if found else ""
+        token = subject.rsplit(".", 1)[-1]
+        if len(token) < 2 or not re.search(rf"(?<![A-Za-z0-9]){re.escape(token)}(?![A-Za-z0-9])", haystack):
+            continue
+        event = ExceptionEvent(
+            line=precursor.line,
+            span=precursor.span,
+            type_name="Warning",
+            message=precursor.text,
+            stream=line.stream,
+            kind="message",
+            process=line.process,
+        )
+        why = (
+            f"the fatal error on line {root.line + 1} refers to `{subject}`, and this earlier warning says it "
+            f"failed ({marker.title.lower()}); the error follows from it"
+        )
+        demoted = Considered(
+            root.line, root.text[:200], f"it follows from the warning on line {precursor.line + 1}"
+        )
+        considered = tuple(sorted((*choice.considered, demoted), key=lambda c: c.line))
+        return RootChoice(Candidate(event, tier=0), why, considered, "medium")
+    return choice
 
 
 def _considered(rejected: list[tuple[Candidate, str]], chosen: Candidate) -> tuple[Considered, ...]:
