@@ -344,7 +344,10 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog) -> int:
         return EXIT_NOTHING_TO_FIX
     refused = already = None
     for finding, number, fix in choices:
-        result = fix_text(text, script, fix.ops, context=finding.context, captures=dict(finding.evidence))
+        # docs=True: the user named this file, a README included
+        result = fix_text(
+            text, script, fix.ops, context=finding.context, captures=dict(finding.evidence), docs=True
+        )
         if result.changed:
             shown, base = diff_path(script)
             Reports(sys.stdout).write(unified_diff(result.old_text, result.new_text, shown))

@@ -32,7 +32,7 @@ def load(name: str) -> tuple[str, str]:
 
 def site_at(path: str, text: str, index: int = 0) -> Site:
     text = to_lf(text)  # the launch layer parses every file in its LF form
-    fmt, sites = parse_sites(path, text)
+    fmt, sites = parse_sites(path, text, docs=True)
     assert problem(fmt, text) is None, problem(fmt, text)
     return sites[index]
 
@@ -68,7 +68,7 @@ def env_count(text: str, name: str) -> int:
 
 def context_for(path: str, text: str, index: int = 0, version: str | None = None) -> RunContext:
     """The run context of a log whose crashed run is this very invocation."""
-    inv = invocations_in_text(path, text)[index]
+    inv = invocations_in_text(path, text, docs=True)[index]
     return RunContext(vllm_version=version, model=inv.model, args=dict(inv.flags))
 
 
@@ -83,13 +83,13 @@ def check_fix(
     path: str, text: str, ops: list[FixOp], index: int = 0, version: str | None = None
 ) -> FixResult:
     """Apply `ops` and assert the contract: parses, once, intended value, idempotent, local,
-    line ends kept (`text` may use CRLF)."""
+    line ends kept (`text` may use CRLF). Documentation is opted in (`docs=True`)."""
     context = context_for(path, text, index, version)
     before = site_at(path, text, index)
     wanted = [(op, expected_value(before, op, context)) for op in ops]
     env_before = {op.name: env_count(text, op.name) for op in ops if op.op == "set_env"}
 
-    result = fix_text(text, path, ops, index=index, context=context)
+    result = fix_text(text, path, ops, index=index, context=context, docs=True)
     assert result.status in ("changed", "unchanged"), result.reason
     assert apply_text_edits(text, result.edits) == result.new_text
     assert_line_ends_kept(text, result.new_text)
@@ -104,7 +104,7 @@ def check_fix(
             assert same_value(found, value), (op.name, op.key, found, value)
             assert occurrences(after, op) == 1, result.new_text
 
-    again = fix_text(result.new_text, path, ops, index=index, context=context)
+    again = fix_text(result.new_text, path, ops, index=index, context=context, docs=True)
     assert again.status == "unchanged", (again.reason, again.summary, again.diff())
     assert again.new_text == result.new_text
 

@@ -46,17 +46,18 @@ def models(found) -> list[str]:
 def test_finds_every_format_and_skips_the_rest(tmp_path: Path) -> None:
     tree(tmp_path)
     found = discover([str(tmp_path)])
-    assert models(found) == ["org/a", "org/b", "org/c", "org/d", "org/e", "org/f"]
+    assert models(found) == ["org/a", "org/b", "org/c", "org/d", "org/f"]  # docs: not by default
     formats = {i.model: i.format for i in found.invocations}
     assert formats == {
         "org/a": "shell",
         "org/b": "shell",
         "org/c": "compose",
         "org/d": "python",
-        "org/e": "text",
         "org/f": "dockerfile",
     }
     assert not found.truncated and not found.skipped
+    with_docs = discover([str(tmp_path)], DiscoveryOptions(docs=True))
+    assert {i.model: i.format for i in with_docs.invocations} == {**formats, "org/e": "docs"}
 
 
 def test_include_and_exclude_globs(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ SEQS = FixOp("set_flag", "--max-num-seqs", ValueSpec(literal="128"))
             'FROM vllm/vllm-openai\nCMD ["--model", "m",]\n',
             "skipped Dockerfile: CMD at line 2 is not a valid JSON array",
         ),
-        ("notes.md", "nothing to see here\n", "skipped notes.md: no vLLM invocation found"),
+        ("Makefile", "nothing to see here\n", "skipped Makefile: no vLLM invocation found"),
     ],
 )
 def test_malformed_file_is_skipped_with_a_reason(path: str, text: str, reason: str) -> None:

@@ -20,7 +20,7 @@ from ..core.source import LogReadError, read_regular_text
 from ..core.values import resolve_value
 from ..core.versions import Version, parse_version
 from .argv import same_value
-from .formats import parse_sites, problem
+from .formats import file_kind, parse_sites, problem
 from .model import FixResult, Invocation
 from .rank import rank_invocations
 from .sites import Malformed, Site
@@ -31,10 +31,13 @@ OpLike = FixOp | ResolvedOp
 MAX_SCRIPT_BYTES = 8 << 20
 
 
-def invocations_in_text(path: str, text: str) -> list[Invocation]:
-    """The vLLM invocations of one file's text, in order; raises Malformed."""
+def invocations_in_text(path: str, text: str, docs: bool = False) -> list[Invocation]:
+    """The vLLM invocations of one file's text, in order; raises Malformed.
+
+    `docs`: documentation (README.md …) is read for commands too (the user opted in).
+    """
     text = to_lf(text)  # same lines and columns as the original: only line ends differ
-    _, sites = parse_sites(path, text)
+    _, sites = parse_sites(path, text, docs)
     lines = LineIndex(text)
     return [site.invocation(path, i, lines) for i, site in enumerate(sites)]
 
@@ -58,7 +61,10 @@ def apply_fix(
         except (OSError, UnicodeDecodeError, LogReadError) as exc:
             name = os.path.basename(invocation.path)
             return FixResult(invocation.path, "skipped", "", "", reason=f"skipped {name}: {exc}")
-    return fix_text(text, invocation.path, ops, index=invocation.index, context=context, captures=captures)
+    docs = invocation.format == "docs"  # found in documentation: the user opted in
+    return fix_text(
+        text, invocation.path, ops, index=invocation.index, context=context, captures=captures, docs=docs
+    )
 
 
 def fix_file(
@@ -67,6 +73,7 @@ def fix_file(
     *,
     context: RunContext | None = None,
     captures: dict[str, str] | None = None,
+    docs: bool = False,
 ) -> FixResult:
     """Apply `ops` to the invocation of `path` that best matches `context` (CLI `--fix`)."""
     name = os.path.basename(path)
@@ -74,7 +81,7 @@ def fix_file(
         text = read_script(path)
     except (OSError, UnicodeDecodeError, LogReadError) as exc:
         return FixResult(path, "skipped", "", "", reason=f"skipped {name}: {exc}")
-    return fix_text(text, path, ops, context=context, captures=captures)
+    return fix_text(text, path, ops, context=context, captures=captures, docs=docs)
 
 
 def read_script(path: str) -> str:
@@ -91,8 +98,11 @@ def fix_text(
     index: int | None = None,
     context: RunContext | None = None,
     captures: dict[str, str] | None = None,
+    docs: bool = False,
 ) -> FixResult:
     """Apply `ops` to invocation number `index` of `text` (None: the best match for context).
+
+    Documentation (README.md …) is edited only with `docs` (the user's opt-in).
 
     The file's line ends are kept: the work is done on its LF form and the edits are carried
     back onto the original text.
@@ -105,8 +115,12 @@ def fix_text(
             path, "skipped", original, original, reason=f"skipped {name}: {reason}", invocation=invocation
         )
 
+    if file_kind(path, text) == "docs" and not docs:
+        return skipped(
+            f"{name} is documentation, not a launch script (opt in with launchScripts.includeDocs)"
+        )
     try:
-        fmt, sites = parse_sites(path, text)
+        fmt, sites = parse_sites(path, text, docs)
     except Malformed as exc:
         return skipped(str(exc))
     bad = problem(fmt, text)
@@ -144,7 +158,7 @@ def fix_text(
         changes.append(plan.summary)
         current = apply_edits(current, plan.edits)
         try:
-            _, sites = parse_sites(path, current)
+            _, sites = parse_sites(path, current, docs)
         except Malformed as exc:
             return skipped(f"the edit would break the file ({exc})", invocation)
         if index >= len(sites):

@@ -39,7 +39,7 @@ def discover(roots: Sequence[str], options: DiscoveryOptions | None = None) -> D
         if text is None or "vllm" not in text.lower() or file_kind(path, text) is None:
             continue
         try:
-            invocations.extend(invocations_in_text(path, text))
+            invocations.extend(invocations_in_text(path, text, docs=options.docs))
         except Malformed as exc:
             skipped.append(SkippedFile(path, str(exc)))
     return Discovery(tuple(invocations), tuple(skipped), scanned, truncated)

@@ -11,7 +11,7 @@ from typing import Literal
 
 from .text import TextEdit, unified_diff
 
-Format = Literal["shell", "text", "compose", "kubernetes", "dockerfile", "python"]
+Format = Literal["shell", "text", "docs", "compose", "kubernetes", "dockerfile", "python"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,7 @@ class DiscoveryOptions:
 
     include: tuple[str, ...] = ()  # empty: every file the format detectors accept
     exclude: tuple[str, ...] = ()
+    docs: bool = False  # documentation (README.md …) counts as launch scripts: the user opted in
     max_files: int = 5000  # files looked at (stat'ed), not only parsed
     max_file_bytes: int = 512 * 1024
     skip_dirs: frozenset[str] = frozenset(

@@ -29,7 +29,7 @@ def rebuild_command(
         if flag not in _NOT_FLAGS:
             words.extend(flag_words(flag, value))
     base = shlex.join(words)
-    result = fix_text(base, "command.txt", ops, index=0, context=context, captures=captures)
+    result = fix_text(base, "command.txt", ops, index=0, context=context, captures=captures, docs=True)
     return result.new_text if result.status != "skipped" else base
 
 

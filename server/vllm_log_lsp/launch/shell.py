@@ -25,12 +25,15 @@ import bashlex.errors
 from ..core.tools import find_program
 from .argv import docker_env_uses, find_entry
 from .model import Format
+from .shell_lex import lex_shell
 from .sites import Arg, ArgvSite, EnvTarget, OpPlan, Site, join_words, quote_like
 from .text import Edit, LineIndex, SourceMap
 
 EnvMode = Literal["file", "inline"]
 _PROMPTS = ("$", "%", "#")  # a shell prompt copied into docs: `$ vllm serve …`
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
+#: Commands whose arguments are text, never run: `echo "… vllm serve …"` is not an invocation.
+_TEXT_COMMANDS = frozenset({"echo", "printf", "cat", "logger", "print", ":"})
 
 
 @dataclass
@@ -59,13 +62,22 @@ def parse_shell(text: str) -> list[ShellCommand]:
 
 
 def scan_shell(text: str) -> list[ShellCommand]:
-    """Like `parse_shell`, but never fails: falls back to parsing line by line."""
+    """The executed simple commands of a script, in order; never fails.
+
+    Here-documents and comments are blanked first (`shell_lex`), so a usage text is never a
+    command. When bashlex cannot parse the whole script (it lacks arrays, `case`, `[[ … ]]` …)
+    each command line — as bash splits them: quotes and continuations kept together — is
+    parsed on its own.
+    """
+    lexed = lex_shell(text)
+    code = lexed.code
     try:
-        return parse_shell(text)
-    except Exception:  # bashlex lacks some bash (heredocs, `case`, `((…))`) and fails variously
+        return parse_shell(code)
+    except Exception:  # bashlex lacks some bash and fails variously
         pass
     commands: list[ShellCommand] = []
-    for start, chunk in logical_lines(text):
+    for start, end in lexed.lines:
+        chunk = code[start:end]
         if not _worth_parsing(chunk):
             continue
         try:
@@ -349,6 +361,8 @@ def shell_sites(
     for command in commands:
         values = [w.value for w in command.words]
         _remember_assignments(command, values, exports, variables)
+        if values and values[0] in _TEXT_COMMANDS:
+            continue
         entry = find_entry(values, image_entry=image_entry)
         if entry is None:
             continue

@@ -126,7 +126,9 @@ class FixPlan:
 
 
 def launch_options(settings: Settings) -> DiscoveryOptions:
-    return DiscoveryOptions(include=settings.launch_include, exclude=settings.launch_exclude)
+    return DiscoveryOptions(
+        include=settings.launch_include, exclude=settings.launch_exclude, docs=settings.launch_docs
+    )
 
 
 def collect_invocations(
@@ -147,7 +149,7 @@ def collect_invocations(
         if file_kind(path, script.text) is None:
             continue
         try:
-            invocations.extend(invocations_in_text(path, script.text))
+            invocations.extend(invocations_in_text(path, script.text, docs=options.docs))
         except Malformed as exc:
             skipped.append(SkippedFile(path, str(exc)))
     return invocations, skipped
@@ -218,10 +220,12 @@ def plan_fixes(
             script = open_scripts.get(bad.path)
             if script is not None:
                 result = fix_text(
-                    script.text, bad.path, resolved.ops, context=finding.context, captures=captures
+                    script.text, bad.path, resolved.ops, context=finding.context, captures=captures, docs=True
                 )
-            else:
-                result = fix_file(bad.path, resolved.ops, context=finding.context, captures=captures)
+            else:  # (`docs`: a document is only reported when discovery was allowed to read it)
+                result = fix_file(
+                    bad.path, resolved.ops, context=finding.context, captures=captures, docs=True
+                )
             if result.status != "unchanged":
                 plans.append(FixPlan(first, resolved, result=result))
     return plans

@@ -39,6 +39,8 @@ class Settings:
     #: Globs of launch scripts the quick fixes may edit (used by the code-action feature).
     launch_include: tuple[str, ...] = field(default=(), metadata={"key": "launchScripts.include"})
     launch_exclude: tuple[str, ...] = field(default=(), metadata={"key": "launchScripts.exclude"})
+    #: Whether commands in documentation (README.md, .rst, .txt …) count as launch scripts.
+    launch_docs: bool = field(default=False, metadata={"key": "launchScripts.includeDocs"})
     #: Quiet time after an edit before the document is analysed again.
     debounce_ms: int = field(default=300, metadata={"key": "debounceMs"})
 
@@ -110,6 +112,7 @@ _VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "max_file_size_mb": _positive_number,
     "launch_include": _strings,
     "launch_exclude": _strings,
+    "launch_docs": _bool,
     "debounce_ms": _milliseconds,
 }
 
