@@ -252,10 +252,23 @@ def display_value(name: str, value: str) -> str:
     return value
 
 
+# Adjacent placeholders (`{url}{repo}`) name alternative captures of one value: the rule's
+# patterns capture it under either name, so the ones present are used and the others read empty.
+_ALTERNATIVES = stdlib_re.compile(r"(?:\{\w+\}){2,}")
+
+
 def fill_placeholders(template: str, values: dict[str, str]) -> str | None:
-    """`template` with `{name}` placeholders filled; None when one has no value."""
+    """`template` with `{name}` placeholders filled; None when one (or every one of a run of
+    alternatives) has no value."""
+
+    def alternatives(run: stdlib_re.Match[str]) -> str:
+        present = "".join(values.get(name) or "" for name in stdlib_re.findall(r"\{(\w+)\}", run.group(0)))
+        if not present:
+            raise KeyError(run.group(0))
+        return present.replace("{", "{{").replace("}", "}}")
+
     try:
-        return template.format_map(values)
+        return _ALTERNATIVES.sub(alternatives, template).format_map(values)
     except (KeyError, IndexError, ValueError):
         return None
 

@@ -9,7 +9,7 @@ last lifecycle marker before it.
 from __future__ import annotations
 
 from . import catalog as catalog_mod
-from .catalog import Catalog, Rule
+from .catalog import Catalog, Rule, fill_placeholders
 from .incidents import Incident
 from .lines import parse_line
 from .model import ExceptionEvent, Finding, Frame, ResolvedFix, RunContext, Symptom
@@ -216,12 +216,8 @@ def _distinct_symptoms(incident: Incident, root: ExceptionEvent) -> tuple[Sympto
 
 
 def _message(rule: Rule, evidence: dict[str, str]) -> str:
-    if rule.message:
-        try:
-            return rule.message.format_map(evidence)
-        except (KeyError, IndexError, ValueError):
-            pass
-    return rule.title_for(evidence)
+    filled = fill_placeholders(rule.message, evidence) if rule.message else None
+    return filled or rule.title_for(evidence)
 
 
 _FALLBACK = Rule(
