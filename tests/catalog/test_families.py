@@ -155,3 +155,180 @@ def test_schema_mistakes_are_reported(text: str, problem: str) -> None:
     rules, _, errors = load_rule_text(text, "user.toml", user=True)
     assert not rules
     assert errors and problem in errors[0].message
+
+
+# A stop signal's traceback says what the process was doing when the signal came.
+STOP_FRAMES = [
+    ("huggingface_hub/file_download.py:http_get", "startup", "stopped-while-downloading"),
+    ("urllib3/connectionpool.py:urlopen", "model_loading", "stopped-while-downloading"),
+    ("torch/distributed/distributed_c10d.py:init_process_group", "startup", "stopped-waiting-for-peers"),
+    ("vllm/executor/ray_utils.py:_wait_until_pg_ready", "startup", "stopped-waiting-for-placement-group"),
+    ("torch/_inductor/compile_fx.py:compile_fx", "startup", "stopped-during-compile"),
+    (
+        "vllm/model_executor/models/registry.py:_run_in_subprocess",
+        "startup",
+        "stopped-during-model-inspection",
+    ),
+    (
+        "vllm/model_executor/model_loader/weight_utils.py:safetensors_weights_iterator",
+        "startup",
+        "stopped-while-loading-weights",
+    ),
+    ("vllm/entrypoints/openai/api_server.py:run_server", "startup", "stopped-during-startup"),
+    # A running server that is stopped is not a hang, whatever it was waiting on.
+    ("socket.py:recv_into", "serving", "deliberate-stop"),
+]
+
+
+@pytest.mark.parametrize("text", ["KeyboardInterrupt: terminated", "KeyboardInterrupt"])
+@pytest.mark.parametrize(("frame", "phase", "rule_id"), STOP_FRAMES, ids=[r for _, _, r in STOP_FRAMES])
+def test_a_stop_says_what_it_interrupted(text: str, frame: str, phase: str, rule_id: str) -> None:
+    frames = [frame, "vllm/entrypoints/openai/api_server.py:signal_handler"]
+    rule, _ = classify(CATALOG, text, [], frames, [], phase)
+    assert rule is not None and rule.id == rule_id
+
+
+def test_a_stop_during_compile_is_told_by_the_phase_too() -> None:
+    rule, _ = classify(CATALOG, "KeyboardInterrupt: terminated", [], [], [], "torch_compile")
+    assert rule is not None and rule.id == "stopped-during-compile"
+
+
+# Wordings written from each family's principle (not the rules' own samples) -> the family.
+FAMILY_WORDINGS = [
+    (
+        "ImportError: /opt/venv/lib/python3.11/site-packages/xformers/_C.so: undefined symbol: _ZNK3c1010TensorImpl4sizeEv",
+        "build_dependencies",
+    ),
+    (
+        "OSError: libnuma.so.1: cannot open shared object file: No such file or directory",
+        "build_dependencies",
+    ),
+    (
+        "torch._inductor.exc.InvalidCxxCompiler: No working C++ compiler found in torch._inductor.config.cpp.cxx: (None, 'g++')",
+        "build_dependencies",
+    ),
+    ("ModuleNotFoundError: No module named 'vllm._C'", "build_dependencies"),
+    (
+        "ImportError: accelerate>=0.26.0 is required for a normal functioning of this module, but found accelerate==0.21.0.",
+        "build_dependencies",
+    ),
+    (
+        "huggingface_hub.errors.GatedRepoError: 403 Client Error. Cannot access gated repo for url https://huggingface.co/google/gemma-3-27b-it/resolve/main/config.json.",
+        "model_loading",
+    ),
+    (
+        "huggingface_hub.errors.RepositoryNotFoundError: 401 Client Error. (Request ID: Root=1-68) Repository Not Found for url: https://huggingface.co/api/models/org/typo.",
+        "model_loading",
+    ),
+    (
+        "huggingface_hub.errors.LocalEntryNotFoundError: An error happened while trying to locate the file on the Hub and we cannot find the requested files in the local cache.",
+        "model_loading",
+    ),
+    ("RuntimeError: CUDA error: an illegal memory access was encountered", "runtime_faults"),
+    ("RuntimeError: HIP error: an illegal memory access was encountered", "runtime_faults"),
+    (
+        "Memory access fault by GPU node-2 (Agent handle: 0x55d1) on address 0x7f12. Reason: Page not present or supervisor privilege.",
+        "runtime_faults",
+    ),
+    (
+        "RuntimeError: ACL stream synchronize failed, error code:507015 [ERROR] EZ9999: Inner Error! The aicore execution is abnormal.",
+        "runtime_faults",
+    ),
+    (
+        "EI0002: The wait execution of the Notify register times out. Reason: The Notify register has not received the Notify record from remote rank [3].",
+        "parallelism",
+    ),
+    (
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3356, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.26.2",
+        "parallelism",
+    ),
+    (
+        "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:538] Read error [10.1.2.3]:62415: Connection reset by peer",
+        "parallelism",
+    ),
+    (
+        "torch._dynamo.exc.Unsupported: call_method UserDefinedObjectVariable(MyCache) update [TensorVariable()] {}",
+        "compile_graphs",
+    ),
+    ("triton.compiler.errors.CompilationError: at 10:4: def _fwd_kernel(", "compile_graphs"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "family"), FAMILY_WORDINGS, ids=[f"{f}-{i}" for i, (_, f) in enumerate(FAMILY_WORDINGS)]
+)
+def test_a_family_is_recognised_in_other_wordings(text: str, family: str) -> None:
+    rule, _ = classify(CATALOG, text, [], [], [], "startup")
+    assert rule is not None and rule.family == family, rule.id if rule else None
+
+
+PYDANTIC_LOG = """INFO 05-01 10:00:00 [__init__.py:239] Automatically detected platform cuda.
+Traceback (most recent call last):
+  File "/usr/local/bin/vllm", line 10, in <module>
+    sys.exit(main())
+  File "/usr/local/lib/python3.12/dist-packages/vllm/engine/arg_utils.py", line 1020, in create_model_config
+    return ModelConfig(
+pydantic_core._pydantic_core.ValidationError: 1 validation error for {config}
+{field_line}  {reason} [type={error_type}, input_value={value}, input_type=str]
+    For further information visit https://errors.pydantic.dev/2.11/v/{error_type}
+"""
+
+
+@pytest.mark.parametrize(
+    ("config", "field", "reason", "error_type", "value"),
+    [
+        (
+            "ModelConfig",
+            "max_model_len",
+            "Input should be a valid integer, unable to parse string as an integer",
+            "int_parsing",
+            "'32k'",
+        ),
+        (
+            "CacheConfig",
+            "gpu_memory_utilization",
+            "Input should be less than or equal to 1",
+            "less_than_equal",
+            "1.5",
+        ),
+        (
+            "ParallelConfig",
+            "",
+            "Value error, Unsupported distributed executor backend: 'rayy'",
+            "value_error",
+            "ArgsKwargs(())",
+        ),
+    ],
+)
+def test_a_validation_error_names_the_field_and_reason(config, field, reason, error_type, value) -> None:
+    from vllm_log_lsp.core.analyze import analyze
+
+    text = PYDANTIC_LOG.format(
+        config=config,
+        field_line=f"{field}\n" if field else "",
+        reason=reason,
+        error_type=error_type,
+        value=value,
+    )
+    (finding,) = analyze(text).findings
+    assert finding.rule_id == "config-validation-error"
+    assert finding.evidence["detail"] == reason.removeprefix("Value error, ")
+    assert finding.evidence.get("field") == (field or None)
+    assert finding.evidence["input_value"] == value
+    assert finding.message.startswith(f"{config}: ")
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"url": "https://hf.co/x", "n": "2"}, "No access (https://hf.co/x), 2 tries"),
+        ({"repo": "org/x", "n": "2"}, "No access (org/x), 2 tries"),
+        ({"n": "2"}, None),  # neither alternative: the message cannot be written
+        ({"url": "u"}, None),  # a plain placeholder without its capture
+        ({"url": "{odd}", "n": "1"}, "No access ({odd}), 1 tries"),  # values are text, not templates
+    ],
+)
+def test_adjacent_placeholders_are_alternatives(values: dict, expected: str | None) -> None:
+    from vllm_log_lsp.core.catalog import fill_placeholders
+
+    assert fill_placeholders("No access ({url}{repo}), {n} tries", values) == expected
