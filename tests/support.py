@@ -139,3 +139,8 @@ def run_cli(
     return subprocess.CompletedProcess(
         result.args, result.returncode, result.stdout.decode("utf-8"), result.stderr.decode("utf-8")
     )
+
+
+def progress_redraws(label: str, steps: int) -> str:
+    """A tqdm-style progress bar redrawn with bare `\\r` (as a terminal log records it), no `\\n`."""
+    return "\r".join(f"{label}: {100 * i // steps:3d}%|{'#' * i}| {i}/{steps}" for i in range(steps + 1))

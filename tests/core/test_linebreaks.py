@@ -10,18 +10,14 @@ import subprocess
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support import CRASH, lsp_lines, run_cli
+from support import CRASH, lsp_lines, progress_redraws, run_cli
 from vllm_log_lsp.core.linebreaks import NewlineLines
 
 LOG = CRASH / "007.log"  # sampler warm-up OOM; root cause on line 73 of the corpus labels
 
 
 def redraws(label: str, steps: int = 4) -> bytes:
-    """A tqdm bar redrawn with bare `\\r`, ended by `\\n` as tqdm ends it."""
-    return b"\r".join(
-        b"%s: %3d%%|%s| %d/%d" % (label.encode(), 100 * i // steps, b"#" * i, i, steps)
-        for i in range(steps + 1)
-    )
+    return progress_redraws(label, steps).encode()
 
 
 def with_progress_bars(data: bytes, before: int) -> bytes:

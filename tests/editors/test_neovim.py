@@ -37,6 +37,7 @@ from support import (
     EDITOR_WORKSPACE,
     crash_label,
     editor_bin_dirs,
+    progress_redraws,
     unavailable,
 )
 
@@ -63,6 +64,16 @@ def _find_nvim() -> str:
     if not match or (int(match[1]), int(match[2])) < (0, 11):
         unavailable(f"{nvim} is not Neovim 0.11+ ({version.splitlines()[:1]})", INSTALLER)
     return nvim
+
+
+def _headless(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run a headless Neovim to its end (a test fails, not hangs, when it does not end)."""
+    try:
+        return subprocess.run(
+            cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"nvim did not finish in {TIMEOUT_S} s: {exc.stdout!r} {exc.stderr!r}")
 
 
 def run_neovim(tmp: Path, setup: Path, *, code_actions: str = "auto") -> tuple[dict, Path, float]:
@@ -93,18 +104,7 @@ def run_neovim(tmp: Path, setup: Path, *, code_actions: str = "auto") -> tuple[d
     env.pop("VIMINIT", None)
     cmd = [nvim, "--headless", "--clean", "-u", str(setup), "-c", f"luafile {E2E}", LOG]
     start = time.monotonic()
-    try:
-        proc = subprocess.run(
-            cmd,
-            cwd=workspace,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"nvim did not finish in {TIMEOUT_S} s: {exc.stdout!r} {exc.stderr!r}")
+    proc = _headless(cmd, workspace, env)
     seconds = time.monotonic() - start
     if not out.exists():
         pytest.fail(f"nvim wrote no result (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
@@ -280,3 +280,44 @@ def _finding_title() -> str:
 
     findings = analyze((WORKSPACE / LOG).read_bytes()).findings
     return next(f.title for f in findings if f.rule_id == RULE)
+
+
+DIAGNOSTICS_PROBE = ROOT / "tests" / "editors" / "neovim" / "diagnostics.lua"
+
+
+def test_nvim_positions_after_bare_cr_redraws(tmp_path):
+    """Progress bars redrawn with a bare `\\r` before the root cause (and one on its own line):
+    Neovim keeps a bare `\\r` inside the line, so the server must count lines as Neovim does."""
+    nvim = _find_nvim()
+    lines = (WORKSPACE / LOG).read_bytes().split(b"\n")
+    root = crash_label(CORPUS_FILE)["root_cause_line"] - 1
+    lines[root] = progress_redraws("Capturing CUDA graphs", 3).encode() + b"\r" + lines[root]
+    lines.insert(root - 5, progress_redraws("Loading safetensors checkpoint shards", 4).encode())
+    lines.insert(2, progress_redraws("Profiling", 6).encode())
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / ".git").mkdir()
+    (workspace / LOG).write_bytes(b"\n".join(lines))
+    out = tmp_path / "probe.json"
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([*_bin_dirs(), os.environ.get("PATH", "")]),
+        "HOME": str(tmp_path),
+        "PROBE_OUT": str(out),
+    }
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env[var] = str(tmp_path / var.lower())
+    env.pop("NVIM", None)
+    cmd = [nvim, "--headless", "--clean", "-u", str(SETUP), "-c", f"luafile {DIAGNOSTICS_PROBE}", LOG]
+    proc = _headless(cmd, workspace, env)
+    assert out.exists(), proc.stderr
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["line_count"] == len(lines) - (lines[-1] == b"")  # Neovim's lines: only \n ends one
+    [error] = [d for d in result["diagnostics"] if d["severity"] == 1]
+    assert error["code"] == RULE
+    assert error["lnum"] == root + 2  # the two bars inserted before it, one line each
+    assert error["at"].startswith("torch.OutOfMemoryError")  # the column, past the redraws
+    warnings = [d for d in result["diagnostics"] if d["severity"] == 2]
+    assert warnings and all(d["lnum"] < len(lines) for d in warnings)
+    symptom = crash_label(CORPUS_FILE)["symptom_lines"][-1] - 1
+    assert any(d["lnum"] == symptom + 2 for d in warnings)

@@ -63,11 +63,28 @@ def make_client() -> LanguageClient:
 CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client)
 
 
+def client_info(profile: str) -> types.ClientInfo | None:
+    """The `clientInfo` the profiled client sends (pytest-lsp records it beside the capabilities):
+    the server reads the client's name, e.g. to number lines as Neovim does."""
+    import json
+
+    import pytest_lsp.clients
+
+    name, _, version = profile.replace("-", "_").partition("@")
+    folder = Path(pytest_lsp.clients.__file__).parent
+    files = sorted(folder.glob(f"{name}_{version or 'v'}*.json"))
+    if not files:
+        return None
+    info = json.loads(files[-1].read_text(encoding="utf-8")).get("clientInfo")
+    return types.ClientInfo(name=info["name"], version=info.get("version")) if info else None
+
+
 def init_params(
     profile: str, options: Any = None, folders: list[str] | None = None
 ) -> types.InitializeParams:
     return types.InitializeParams(
         capabilities=client_capabilities(profile),
+        client_info=client_info(profile),
         initialization_options=options,
         workspace_folders=[types.WorkspaceFolder(uri=f, name=f.rsplit("/", 1)[-1]) for f in folders or []]
         or None,

@@ -442,7 +442,8 @@ def _findings_in_request(
     server: VllmLogServer, uri: str, result: AnalysisResult, params: types.CodeActionParams
 ) -> list[tuple[Finding, types.Diagnostic]]:
     """(finding, its root-cause diagnostic) for the root causes in the requested range."""
-    first, last = params.range.start.line, params.range.end.line
+    first, last = params.range.start.line, params.range.end.line  # the client's lines
+    encoding = server.position_encoding
     diagnostics = [d for d in params.context.diagnostics if d.source == SOURCE]
     if not params.context.diagnostics:  # a client that does not send them: use ours
         diagnostics = build_diagnostics(uri, result, server.position_encoding)
@@ -453,7 +454,9 @@ def _findings_in_request(
         line = diagnostic.range.start.line
         if data.get("role", "root") != "root" or not first <= line <= last:
             continue
-        finding = by_root.get((str(diagnostic.code), line))
+        finding = by_root.get(
+            (str(diagnostic.code), result.lines.core_line(diagnostic.range.start, encoding))
+        )
         if finding is not None and any(fx.ops for fx in finding.fixes):
             out.append((finding, diagnostic))
     return out

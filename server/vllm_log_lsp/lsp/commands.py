@@ -78,7 +78,11 @@ def _read_and_analyze(server: VllmLogServer, path: Path, settings) -> tuple[str,
     text, decoding = decode_log(bytes(source.data))
     warnings = list(dict.fromkeys(source.warnings + decoding))
     # An explicit request: analyse whatever the size (the limit guards automatic analysis).
-    return text, compute(Analyzer(server.catalog), text, None, settings, tuple(warnings), enforce_limit=False)
+    analyzer = Analyzer(server.catalog)
+    newline_only = server.newline_only_lines
+    return text, compute(
+        analyzer, text, None, settings, tuple(warnings), enforce_limit=False, newline_only=newline_only
+    )
 
 
 def register(server: VllmLogServer) -> None:

@@ -95,6 +95,7 @@ async def pull_settings(server: VllmLogServer) -> Any:
 def register(server: VllmLogServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(params: types.InitializeParams) -> None:
+        server.client_name = params.client_info.name if params.client_info else None
         # Parsed now so that documents opened right after `initialized` get the right settings;
         # messages wait for `initialized` (the client may not show them before).
         # Programs (rg, grep, bash) are never looked up in a workspace folder.

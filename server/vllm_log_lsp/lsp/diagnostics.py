@@ -14,7 +14,7 @@ from lsprotocol import types
 
 from ..core.health import HealthFinding
 from ..core.model import Finding
-from .positions import line_range, span_range
+from .positions import line_range
 from .state import AnalysisResult
 
 SOURCE = "vllm-log"
@@ -74,7 +74,7 @@ def build_diagnostics(uri: str, result: AnalysisResult, encoding: str) -> list[t
         for pre in result.analysis.precursors:
             diagnostics.append(
                 types.Diagnostic(
-                    range=span_range(result.line_text(pre.line), pre.span, encoding),
+                    range=result.lines.range(pre.span, encoding),
                     message=pre.title,
                     severity=_severity(result, (pre.id, "precursor"), "information"),
                     source=SOURCE,
@@ -92,18 +92,18 @@ def _health_diagnostic(
 ) -> types.Diagnostic:
     related = []
     if item.last_line != item.line:
-        last = line_range(item.last_line, result.line_text(item.last_line), encoding)
+        last = result.lines.line_range(item.last_line, encoding)
         related.append(
             types.DiagnosticRelatedInformation(
                 location=types.Location(uri=uri, range=last),
-                message=f"last seen on line {item.last_line + 1}",
+                message=f"last seen on line {result.lines.line(item.last_line) + 1}",
             )
         )
     severity = _severity(result, (item.id, "health"), item.severity)
     if severity == types.DiagnosticSeverity.Error:  # health never claims a death
         severity = types.DiagnosticSeverity.Warning
     return types.Diagnostic(
-        range=span_range(result.line_text(item.line), item.span, encoding),
+        range=result.lines.range(item.span, encoding),
         message=f"{item.title}: {item.message}",
         severity=severity,
         source=SOURCE,
@@ -116,7 +116,7 @@ def _health_diagnostic(
 def _finding_diagnostics(
     uri: str, result: AnalysisResult, finding: Finding, encoding: str
 ) -> list[types.Diagnostic]:
-    root_range = span_range(result.line_text(finding.root.line), finding.root, encoding)
+    root_range = result.lines.range(finding.root, encoding)
     root_location = types.Location(uri=uri, range=root_range)
     symptoms = []
     seen: set[tuple[int, int, int]] = set()
@@ -125,7 +125,7 @@ def _finding_diagnostics(
         if symptom.line == finding.root.line or key in seen:
             continue
         seen.add(key)
-        symptoms.append((symptom, span_range(result.line_text(symptom.line), symptom.span, encoding)))
+        symptoms.append((symptom, result.lines.range(symptom.span, encoding)))
     root = types.Diagnostic(
         range=root_range,
         message=finding.message,
@@ -136,7 +136,7 @@ def _finding_diagnostics(
         related_information=[
             types.DiagnosticRelatedInformation(
                 location=types.Location(uri=uri, range=rng),
-                message=f"symptom (line {s.line + 1}): {s.title}",
+                message=f"symptom (line {result.lines.line(s.line) + 1}): {s.title}",
             )
             for s, rng in symptoms
         ]
@@ -150,7 +150,7 @@ def _finding_diagnostics(
         out.append(
             types.Diagnostic(
                 range=rng,
-                message=f"{symptom.title}: caused by line {finding.root.line + 1}: {finding.title}",
+                message=f"{symptom.title}: caused by line {result.lines.line(finding.root.line) + 1}: {finding.title}",
                 severity=_severity(result, ("symptom",), "warning"),
                 code=symptom.kind,
                 source=SOURCE,
@@ -175,7 +175,7 @@ def _failing_frame_information(
     line = finding.related_lines[0]
     return [
         types.DiagnosticRelatedInformation(
-            location=types.Location(uri=uri, range=line_range(line, result.line_text(line), encoding)),
+            location=types.Location(uri=uri, range=result.lines.line_range(line, encoding)),
             message=f"failing frame: {frame}",
         )
     ]

@@ -6,7 +6,6 @@ from lsprotocol import types
 
 from ..core.health import Health, HealthFinding, MetricChange, PreFailureRecord, sparkline
 from ..core.stats import Series
-from .positions import line_range, span_range
 from .state import AnalysisResult
 
 
@@ -127,9 +126,9 @@ def series_symbols(
                     types.DocumentSymbol(
                         name=f"Trouble starts: {item.title}",
                         kind=types.SymbolKind.Event,
-                        detail=f"line {item.line + 1}",
+                        detail=f"line {result.lines.line(item.line) + 1}",
                         range=_lines(result, item.first_line, item.last_line, encoding),
-                        selection_range=span_range(result.line_text(item.line), item.span, encoding),
+                        selection_range=result.lines.range(item.span, encoding),
                     )
                 )
         out.append(
@@ -140,7 +139,7 @@ def series_symbols(
                     kind=types.SymbolKind.Array,
                     detail="peaks: " + ", ".join(peaks),
                     range=_lines(result, first, last, encoding),
-                    selection_range=line_range(first, result.line_text(first), encoding),
+                    selection_range=result.lines.line_range(first, encoding),
                     children=children or None,
                 ),
             )
@@ -149,5 +148,5 @@ def series_symbols(
 
 
 def _lines(result: AnalysisResult, first: int, last: int, encoding: str) -> types.Range:
-    end = line_range(last, result.line_text(last), encoding).end
-    return types.Range(types.Position(first, 0), end)
+    end = result.lines.line_range(last, encoding).end
+    return types.Range(result.lines.position(first, 0, encoding), end)

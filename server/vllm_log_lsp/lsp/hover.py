@@ -13,7 +13,6 @@ from lsprotocol import types
 from ..core.health import health_catalog
 from .code_actions import fix_previews
 from .health_render import health_markdown, prefailure_markdown, stats_markdown
-from .positions import span_range
 from .render import finding_markdown, precursor_markdown, symptom_markdown
 from .safety import guarded
 
@@ -26,9 +25,10 @@ def register(server: VllmLogServer) -> None:
     @guarded(server)
     async def hover(params: types.HoverParams) -> types.Hover | None:
         result = server.documents.result(params.text_document.uri)
-        line = params.position.line
-        if result is None or not 0 <= line < result.analysis.line_count:
+        if result is None or not 0 <= params.position.line < result.analysis.line_count:
             return None
+        encoding = server.position_encoding
+        line = result.lines.core_line(params.position, encoding)
         sections: list[str] = []
         span = None
         health = result.analysis.health
@@ -41,7 +41,7 @@ def register(server: VllmLogServer) -> None:
         for finding in result.findings_with_symptom(line):
             symptom = next(s for s in finding.symptoms if s.line == line)
             if finding.root.line != line:
-                sections.append(symptom_markdown(symptom, finding))
+                sections.append(symptom_markdown(symptom, finding, result.lines.line(finding.root.line)))
                 span = span or symptom.span
         for pre in result.analysis.precursors:
             if pre.line == line:
@@ -58,8 +58,7 @@ def register(server: VllmLogServer) -> None:
                 span = span or series.samples[position].span
         if not sections:
             return None
-        encoding = server.position_encoding
         return types.Hover(
             contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(sections)),
-            range=span_range(result.line_text(line), span, encoding) if span else None,
+            range=result.lines.range(span, encoding) if span else None,
         )

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from ..core.model import Finding
-from .positions import span_range
 from .safety import guarded
 from .state import AnalysisResult
 
@@ -25,9 +24,7 @@ GO_TO_ROOT_CAUSE = "vllmLog.goToRootCause"
 
 
 def root_location(uri: str, result: AnalysisResult, finding: Finding, encoding: str) -> types.Location:
-    return types.Location(
-        uri=uri, range=span_range(result.line_text(finding.root.line), finding.root, encoding)
-    )
+    return types.Location(uri=uri, range=result.lines.range(finding.root, encoding))
 
 
 def symptom_locations(
@@ -39,9 +36,7 @@ def symptom_locations(
         if symptom.line in seen or symptom.line == finding.root.line:
             continue
         seen.add(symptom.line)
-        out.append(
-            types.Location(uri=uri, range=span_range(result.line_text(symptom.line), symptom.span, encoding))
-        )
+        out.append(types.Location(uri=uri, range=result.lines.range(symptom.span, encoding)))
     return out
 
 
@@ -53,7 +48,7 @@ def register(server: VllmLogServer) -> None:
         result = server.documents.result(uri)
         if result is None:
             return []
-        line = params.position.line
+        line = result.lines.core_line(params.position, server.position_encoding)
         return [
             root_location(uri, result, f, server.position_encoding)
             for f in result.findings_with_symptom(line)
@@ -69,7 +64,7 @@ def register(server: VllmLogServer) -> None:
             return []
         encoding = server.position_encoding
         out: list[types.Location] = []
-        for finding in result.finding_at_root(params.position.line):
+        for finding in result.finding_at_root(result.lines.core_line(params.position, encoding)):
             if params.context.include_declaration:
                 out.append(root_location(uri, result, finding, encoding))
             out.extend(symptom_locations(uri, result, finding, encoding))
@@ -90,7 +85,7 @@ def register(server: VllmLogServer) -> None:
                     types.CodeLens(
                         range=types.Range(types.Position(line, 0), types.Position(line, 0)),
                         command=types.Command(
-                            title=f"Root cause: {finding.title} (line {finding.root.line + 1})",
+                            title=f"Root cause: {finding.title} (line {result.lines.line(finding.root.line) + 1})",
                             command=GO_TO_ROOT_CAUSE,
                             arguments=[uri, finding.root.line],
                         ),
@@ -108,6 +103,8 @@ def register(server: VllmLogServer) -> None:
         result = server.documents.result(uri)
         selection = types.Range(types.Position(line, 0), types.Position(line, 0))
         if result is not None:
+            start = result.lines.position(line, 0, server.position_encoding)
+            selection = types.Range(start, start)
             for finding in result.finding_at_root(line):
                 selection = root_location(uri, result, finding, server.position_encoding).range
         shown = await server.window_show_document_async(

@@ -13,7 +13,6 @@ from lsprotocol import types
 
 from ..core.outline import RunOutline, build_outline, run_boundaries
 from .health_render import series_symbols
-from .positions import line_range, span_range
 from .safety import guarded
 from .state import AnalysisResult, DocumentState
 
@@ -32,8 +31,8 @@ def run_name(number: int, run: RunOutline, result: AnalysisResult) -> str:
 
 
 def _range(result: AnalysisResult, first: int, last: int, encoding: str) -> types.Range:
-    end = line_range(last, result.line_text(last), encoding).end
-    return types.Range(types.Position(first, 0), end)
+    end = result.lines.line_range(last, encoding).end
+    return types.Range(result.lines.position(first, 0, encoding), end)
 
 
 def document_symbols(
@@ -51,9 +50,9 @@ def document_symbols(
                     types.DocumentSymbol(
                         name=mark.title,
                         kind=types.SymbolKind.Event,
-                        detail=f"line {mark.line + 1}",
+                        detail=f"line {result.lines.line(mark.line) + 1}",
                         range=_range(result, mark.line, max(mark.line, last), encoding),
-                        selection_range=line_range(mark.line, result.line_text(mark.line), encoding),
+                        selection_range=result.lines.line_range(mark.line, encoding),
                     ),
                 )
             )
@@ -67,26 +66,23 @@ def document_symbols(
                     types.DocumentSymbol(
                         name=finding.title,
                         kind=types.SymbolKind.Object,
-                        detail=f"root cause, line {finding.root.line + 1} ({finding.rule_id})",
+                        detail=f"root cause, line {result.lines.line(finding.root.line) + 1} ({finding.rule_id})",
                         range=_range(result, min(lines), max(lines), encoding),
-                        selection_range=span_range(
-                            result.line_text(finding.root.line), finding.root, encoding
-                        ),
+                        selection_range=result.lines.range(finding.root, encoding),
                     ),
                 )
             )
         if result.analysis.health is not None:
             children += series_symbols(result, result.analysis.health, number - 1, encoding)
         children.sort(key=lambda item: item[0])
-        start_text = result.line_text(run.start_line)
         symbols.append(
             types.DocumentSymbol(
                 name=run_name(number, run, result),
                 kind=types.SymbolKind.Module,
-                detail=f"lines {run.start_line + 1}–{run.end_line + 1}"
+                detail=f"lines {result.lines.line(run.start_line) + 1}–{result.lines.line(run.end_line) + 1}"
                 + (f", {len(run.findings)} incident(s)" if run.findings else ""),
                 range=_range(result, run.start_line, run.end_line, encoding),
-                selection_range=line_range(run.start_line, start_text, encoding),
+                selection_range=result.lines.line_range(run.start_line, encoding),
                 children=[symbol for _, symbol in children],
             )
         )

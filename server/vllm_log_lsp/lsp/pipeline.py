@@ -48,6 +48,7 @@ def compute(
     warnings: tuple[str, ...] = (),
     enforce_limit: bool = True,
     previous: LogIndex | None = None,
+    newline_only: bool = False,
 ) -> AnalysisResult:
     """The worker-thread part: analyse, and index lines so features can read them for free."""
     if enforce_limit and len(text) > settings.max_file_chars:
@@ -62,7 +63,9 @@ def compute(
     analysis = analyzer.analyze(text, warnings or input_warnings(text))
     # Build the line table here, off the event loop; a growing log extends the previous one.
     index = LogIndex.following(text, previous)
-    return AnalysisResult(version, index, analysis, settings)
+    result = AnalysisResult(version, index, analysis, settings, newline_only=newline_only)
+    result.lines  # noqa: B018 -- built here, off the event loop, like the line table
+    return result
 
 
 class Pipeline:
@@ -104,7 +107,7 @@ class Pipeline:
                 previous = state.result.index if state.result is not None else None
                 result = await loop.run_in_executor(
                     self.executor,
-                    partial(compute, previous=previous),
+                    partial(compute, previous=previous, newline_only=self.server.newline_only_lines),
                     state.analyzer,
                     text,
                     version,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from ..core.linebreaks import NewlineLines
 from ..core.model import Span
+from ..core.text import LogIndex
 
 UTF8 = types.PositionEncodingKind.Utf8
 UTF16 = types.PositionEncodingKind.Utf16
@@ -55,3 +57,78 @@ def line_range(line: int, line_text: str, encoding: str) -> types.Range:
     """The whole text of one line (without its line break)."""
     end = to_client_column(line_text, len(line_text), encoding)
     return types.Range(start=types.Position(line, 0), end=types.Position(line, end))
+
+
+#: `clientInfo.name` of the clients whose lines end only at `\n`, against the LSP spec (which also
+#: ends a line at a bare `\r`): their buffers keep a bare `\r` inside the line. Neovim (tested in
+#: tests/editors), Eglot and lsp-mode (Emacs counts lines at `\n` in a unix-EOL buffer).
+NEWLINE_ONLY_CLIENTS = frozenset({"Neovim", "Eglot", "emacs"})
+
+
+class ClientLines:
+    """Positions in the client's lines for the core's lines of one analysed text, and back.
+
+    LSP says a bare `\\r` ends a line, and VS Code counts so, like the core. Neovim and Emacs end
+    lines only at `\\n` (a progress bar redrawn with `\\r` is one line there): for such a client
+    (`newline_only`) every position is mapped through `NewlineLines`, so a diagnostic after the
+    bar lands on the line the user sees, and a position the client sends finds the core line.
+    """
+
+    def __init__(self, index: LogIndex, newline_only: bool = False) -> None:
+        self.index = index
+        lines = NewlineLines(index.text) if newline_only else None
+        self.map = lines if lines is not None and not lines.identity else None
+
+    # -- core → client --------------------------------------------------------------------------
+    def position(self, line: int, column: int, encoding: str) -> types.Position:
+        if self.map is None:
+            return types.Position(line, to_client_column(self.index.line_text(line), column, encoding))
+        client_line, client_column = self.map.position(line, column)
+        text = self._client_line_text(client_line)
+        return types.Position(client_line, to_client_column(text, client_column, encoding))
+
+    def range(self, span: Span, encoding: str) -> types.Range:
+        """The client range of a core span."""
+        return types.Range(
+            start=self.position(span.line, span.start, encoding),
+            end=self.position(span.line, span.end, encoding),
+        )
+
+    def line_range(self, line: int, encoding: str) -> types.Range:
+        """The client range of the whole text of core line `line` (without its line break)."""
+        end = len(self.index.line_text(line))
+        return types.Range(start=self.position(line, 0, encoding), end=self.position(line, end, encoding))
+
+    def line(self, line: int) -> int:
+        """The client's number of core line `line`."""
+        return line if self.map is None else self.map.line(line)
+
+    # -- client → core --------------------------------------------------------------------------
+    def core_position(self, position: types.Position, encoding: str) -> tuple[int, int]:
+        """The core (line, code-point column) of a client position."""
+        line = max(position.line, 0)
+        if self.map is None:
+            return line, from_client_column(self.index.line_text(line), position.character, encoding)
+        column = from_client_column(self._client_line_text(line), position.character, encoding)
+        return self.map.core_position(line, column)
+
+    def core_line(self, position: types.Position, encoding: str) -> int:
+        return self.core_position(position, encoding)[0]
+
+    def offset(self, position: types.Position, encoding: str) -> int:
+        """The offset in the text of a client position (clamped to the text)."""
+        line, column = self.core_position(position, encoding)
+        if line >= self.index.line_count:
+            return len(self.index.text)
+        start = self.index.line_start(line)
+        return start + min(column, len(self.index.line_text(line)))
+
+    def _client_line_text(self, client_line: int) -> str:
+        """The whole `\\n`-only line: its core lines joined by their bare `\\r`s."""
+        assert self.map is not None
+        first, last = self.map.core_line_range(client_line)
+        if first >= self.index.line_count:
+            return ""
+        start = self.index.line_start(first)
+        end = self.index.line_start(last) + len(self.index.line_text(last))
+        return self.index.slice(start, end)

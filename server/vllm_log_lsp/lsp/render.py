@@ -100,12 +100,13 @@ def _fixes(finding: Finding, previews: Mapping[int, str]) -> str:
     return "\n".join(items)
 
 
-def symptom_markdown(symptom: Symptom, finding: Finding) -> str:
+def symptom_markdown(symptom: Symptom, finding: Finding, root_line: int | None = None) -> str:
+    """The hover of a symptom line; `root_line` is the root cause's line as the client numbers it."""
+    root_line = finding.root.line if root_line is None else root_line
     first_fix = finding.fixes[0] if finding.fixes else None
     text = [
         f"### Symptom: {symptom.title}",
-        f"The engine died here because of the root cause on **line {finding.root.line + 1}**: "
-        f"**{finding.title}**.",
+        f"The engine died here because of the root cause on **line {root_line + 1}**: **{finding.title}**.",
         finding.message,
     ]
     if first_fix is not None and first_fix.command_line:

@@ -14,7 +14,7 @@ from .. import __version__
 from ..core.catalog import Catalog, builtin_catalog
 from . import code_actions, commands, configuration, hover, navigation, outline, sync
 from .pipeline import Pipeline
-from .positions import UTF16
+from .positions import NEWLINE_ONLY_CLIENTS, UTF16
 from .safety import log_to_client
 from .settings import SettingsSet
 from .state import DocumentStore
@@ -39,6 +39,7 @@ class VllmLogServer(LanguageServer):
         self.catalog: Catalog = builtin_catalog()
         self.rule_files: tuple[str, ...] = ()
         self.pending_messages: list[str] = []
+        self.client_name: str | None = None  # InitializeParams.clientInfo.name
         self.pipeline = Pipeline(self)
 
     # -- what the client negotiated ------------------------------------------------------------
@@ -49,6 +50,11 @@ class VllmLogServer(LanguageServer):
             return str(self.workspace.position_encoding or UTF16)
         except RuntimeError:  # not initialised yet
             return UTF16
+
+    @property
+    def newline_only_lines(self) -> bool:
+        """Whether the client ends lines only at `\\n` (Neovim, Emacs): see `ClientLines`."""
+        return self.client_name in NEWLINE_ONLY_CLIENTS
 
     def _capability(self, *path: str) -> object:
         node: object = (

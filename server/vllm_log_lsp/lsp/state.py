@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..core.analyze import Analyzer
 from ..core.model import Analysis, Finding
 from ..core.text import LogIndex
+from .positions import ClientLines
 from .settings import Settings
 
 
@@ -37,6 +39,7 @@ class AnalysisResult:
     analysis: Analysis
     settings: Settings
     skipped_reason: str | None = None  # set when the document was not analysed (too large)
+    newline_only: bool = False  # the client ends lines only at `\n` (see `ClientLines`)
 
     @property
     def text(self) -> str:
@@ -44,6 +47,11 @@ class AnalysisResult:
 
     def line_text(self, line: int) -> str:
         return self.index.line_text(line)
+
+    @cached_property
+    def lines(self) -> ClientLines:
+        """Core lines and spans as positions in the client's lines, and back."""
+        return ClientLines(self.index, self.newline_only)
 
     def finding_at_root(self, line: int) -> list[Finding]:
         return [f for f in self.analysis.findings if f.root.line == line]

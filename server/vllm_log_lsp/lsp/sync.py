@@ -61,7 +61,10 @@ class VllmLogProtocol(LanguageServerProtocol):
                 self._server, f"vllm-log: didChange for a document not open: {params.text_document.uri}"
             )
             return None
-        state.text = apply_changes(state.text, params.content_changes, self._server.position_encoding)
+        server = self._server
+        state.text = apply_changes(
+            state.text, params.content_changes, server.position_encoding, server.newline_only_lines
+        )
         state.version = params.text_document.version
         if not state.served:
             state.served = should_serve(state.language_id, state.text)

@@ -12,49 +12,47 @@ from __future__ import annotations
 from lsprotocol import types
 
 from ..core.text import LogIndex
-from .positions import from_client_column
+from .positions import ClientLines, from_client_column
 
 
-def _last_line(text: str) -> tuple[int, int]:
-    """(number, start offset) of the last line of `text`, as LSP counts lines."""
+def _last_line(text: str, newline_only: bool) -> tuple[int, int]:
+    """(number, start offset) of the last line of `text`, as the client counts lines."""
     count = text.count("\n")
     last = text.rfind("\n")
-    if "\r" in text:
+    if "\r" in text and not newline_only:
         count += text.count("\r") - text.count("\r\n")
         last = max(last, text.rfind("\r"))
     return count, last + 1
 
 
-def _offset(text: str, index: LogIndex, position: types.Position, encoding: str) -> int:
-    if position.line >= index.line_count:
-        return len(text)
-    start = index.line_start(max(position.line, 0))
-    line_text = text[start : index.line_end_at(start)]
-    return start + from_client_column(line_text, position.character, encoding)
-
-
-def apply_change(text: str, change: types.TextDocumentContentChangeEvent, encoding: str) -> str:
-    """The text after one content change (full replacement or a range edit)."""
+def apply_change(
+    text: str, change: types.TextDocumentContentChangeEvent, encoding: str, newline_only: bool = False
+) -> str:
+    """The text after one content change (full replacement or a range edit); positions are in the
+    client's lines (`newline_only`: a bare `\\r` does not end one, see `ClientLines`)."""
     if not isinstance(change, types.TextDocumentContentChangePartial):
         return change.text
     start, end = change.range.start, change.range.end
     if start == end:
         # Fast path: an insertion at (or past) the end of the text is an append (a tailed log).
-        last_line, last_start = _last_line(text)
+        last_line, last_start = _last_line(text, newline_only)
         tail = text[last_start:]
         at_end = start.line == last_line and from_client_column(tail, start.character, encoding) == len(tail)
         if start.line > last_line or at_end:
             return text + change.text
-    index = LogIndex(text)
-    a = _offset(text, index, start, encoding)
-    b = max(a, _offset(text, index, end, encoding))
+    lines = ClientLines(LogIndex(text), newline_only)
+    a = lines.offset(start, encoding)
+    b = max(a, lines.offset(end, encoding))
     return text[:a] + change.text + text[b:]
 
 
 def apply_changes(
-    text: str, changes: list[types.TextDocumentContentChangeEvent] | tuple, encoding: str
+    text: str,
+    changes: list[types.TextDocumentContentChangeEvent] | tuple,
+    encoding: str,
+    newline_only: bool = False,
 ) -> str:
     """Apply changes in order, as the protocol requires."""
     for change in changes:
-        text = apply_change(text, change, encoding)
+        text = apply_change(text, change, encoding, newline_only)
     return text
