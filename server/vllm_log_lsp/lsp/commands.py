@@ -97,7 +97,7 @@ def register(server: VllmLogServer) -> None:
             result = await server.pipeline.run(open_state) or open_state.result
             if result is not None:
                 return summary(uri, result)
-        if not path.is_file():
+        if not path.exists():  # anything else (a FIFO, a device) is refused by open_log, with why
             raise FileNotFoundError(f"{ANALYZE_FILE}: no such file: {path}")
         settings = server.settings.for_uri(uri)
         loop = asyncio.get_running_loop()
