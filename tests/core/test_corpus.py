@@ -8,11 +8,20 @@ from __future__ import annotations
 
 import pytest
 
-from support import CRASH, CRASH2, ROOT_DISAGREEMENTS, crash_labels, grep_numbering, healthy_logs, read_log
+from support import (
+    CRASH,
+    CRASH2,
+    CRASH3,
+    ROOT_DISAGREEMENTS,
+    crash_labels,
+    grep_numbering,
+    healthy_logs,
+    read_log,
+)
 from vllm_log_lsp.core.analyze import analyze
 
 # Every labelled folder: the first collection and batch 2. Each label knows its folder.
-LABELS = [dict(label, folder=folder) for folder in (CRASH, CRASH2) for label in crash_labels(folder)]
+LABELS = [dict(label, folder=folder) for folder in (CRASH, CRASH2, CRASH3) for label in crash_labels(folder)]
 
 # Label phase names -> ours. The labels say `startup_config` for our `startup`.
 PHASE_OF_LABEL = {"startup_config": "startup"}
@@ -44,6 +53,18 @@ PHASE_DISAGREEMENTS = {
     # (KV cache sizing) or in a later traceback's frames (load_model), not on the root's line.
     "114.log": "startup",
     "116.log": "startup",
+    # As 102: the API server died after the engine's warm-up.
+    "120.log": "warmup",
+    # Excerpts with no lifecycle marker and no telling frame before the root: we report the
+    # default (start-up) where the label infers the phase from the issue text or from what the
+    # message means (a model-architecture check, requests served before the paste began).
+    "121.log": "startup",
+    "125.log": "startup",
+    "131.log": "startup",
+    "132.log": "startup",
+    "135.log": "startup",
+    # The last EngineCore line is the distributed init; no `Starting to load model` was printed.
+    "134.log": "startup",
 }
 
 

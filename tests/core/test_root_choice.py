@@ -250,3 +250,81 @@ def test_a_failure_signal_dump_is_a_fatal_fault(signal: str, prefix: str) -> Non
     later = f"{prefix}Fatal Python error: Segmentation fault"
     [finding] = analyze(_log([*STARTUP, dump, f"{prefix}PC: @ 0x7f0 (unknown)", later])).findings
     assert finding.line == len(STARTUP)
+
+
+@pytest.mark.parametrize("kind", ["TimeoutError", "asyncio.exceptions.TimeoutError", "queue.Empty"])
+def test_a_bare_exception_re_raised_with_words_is_told_by_the_worded_link(kind: str) -> None:
+    short = kind.rsplit(".", 1)[-1]
+    engine = "(EngineCore_DP0 pid=9) ERROR 11-25 12:06:16 [core.py:710] "
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/vllm/distributed/device_communicators/shm_broadcast.py", line 460, in acquire_read',
+        f"    raise {short}",
+        kind,
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/x/vllm/v1/executor/multiproc_executor.py", line 273, in collective_rpc',
+        f'    raise {short}(f"RPC call to {{method}} timed out.") from e',
+        f"{kind}: RPC call to execute_model timed out.",
+    ]
+    text = _log([engine + line for line in lines] + [engine + "EngineCore encountered a fatal error."])
+    [finding] = analyze(text).findings
+    assert finding.root_text == f"{kind}: RPC call to execute_model timed out."
+
+
+def test_a_bare_exception_with_a_different_successor_stays_the_root() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/vllm/v1/worker/gpu_model_runner.py", line 10, in execute_model',
+        "    assert num_tokens > 0",
+        "AssertionError",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/x/vllm/v1/engine/core.py", line 20, in step',
+        "RuntimeError: Worker failed with error '', please check the stack trace above for the root cause",
+    ]
+    [finding] = analyze(_log(lines)).findings
+    assert finding.root_text == "AssertionError"
+
+
+@pytest.mark.parametrize("code", ["0;36", "1;33", "36"])
+def test_colour_codes_that_lost_their_escape_byte_still_frame_the_process(code: str) -> None:
+    worker = f"[{code}m(Worker_TP2 pid=7)[0;0m "
+    engine = f"[{code}m(EngineCore_DP0 pid=3)[0;0m "
+    lines = [
+        worker + "Exception in thread Thread-3 (send_async):",
+        worker + "Traceback (most recent call last):",
+        worker + '  File "/x/vllm/distributed/kv_transfer/p2p_nccl_engine.py", line 513, in send_sync',
+        worker + '    "shape": tensor.shape,',
+        worker + "AttributeError: 'NoneType' object has no attribute 'shape'",
+        engine + "ERROR 03-16 00:55:10 [core.py:868] TimeoutError: RPC call to execute_model timed out.",
+        engine + "ERROR 03-16 00:55:10 [core.py:868] EngineCore encountered a fatal error.",
+    ]
+    [finding] = analyze(_log(lines)).findings
+    assert finding.root_text == "AttributeError: 'NoneType' object has no attribute 'shape'"
+    assert finding.exception is not None and finding.exception.process == "Worker_TP2"
+
+
+LEAKED = (
+    "/usr/lib/python3.12/multiprocessing/resource_tracker.py:254: UserWarning: resource_tracker: "
+    "There appear to be {n} leaked semaphore objects to clean up at shutdown"
+)
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_an_exit_mid_start_up_with_only_leaked_semaphores_is_a_death_but_not_after_serving(n: int) -> None:
+    leaked = LEAKED.format(n=n)
+    [finding] = analyze(
+        _log([*STARTUP, leaked, "  warnings.warn('resource_tracker: There appear to be %d '"])
+    ).findings
+    assert "leaked semaphore" in finding.root_text and finding.confidence == "low"
+    served = [
+        *STARTUP,
+        "(APIServer pid=1) INFO 09-01 10:01:00 [launcher.py:1] Application startup complete.",
+        leaked,
+    ]
+    assert _roots(_log(served)) == []

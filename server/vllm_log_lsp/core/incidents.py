@@ -475,7 +475,7 @@ def _rank(viable: list[tuple[int, Candidate]]) -> tuple[Candidate, list[tuple[Ca
     group = [c for g, c in viable if g == best_group]
     engine = _engine_side(group)
     originals = [c for c in engine if not _is_waiting(c)] or engine
-    chosen = min(originals, key=lambda c: (c.event.line, c.event.chain_index))
+    chosen = _in_words(min(originals, key=lambda c: (c.event.line, c.event.chain_index)), group)
     demoted = []
     for g, cand in viable:
         if cand is chosen:
@@ -492,6 +492,25 @@ def _rank(viable: list[tuple[int, Candidate]]) -> tuple[Candidate, list[tuple[Ca
             why = f"came after line {chosen.event.line + 1}"
         demoted.append((cand, why))
     return chosen, demoted
+
+
+def _in_words(chosen: Candidate, group: list[Candidate]) -> Candidate:
+    """A bare exception (`TimeoutError`, no message) re-raised as the same type with a message
+    (`TimeoutError: RPC call to execute_model timed out.`): the link that says it in words."""
+    tb = chosen.traceback
+    if chosen.event.message or tb is None:
+        return chosen
+    bare = chosen.event.type_name.rsplit(".", 1)[-1]
+    for cand in group:
+        event = cand.event
+        if (
+            cand.traceback is tb
+            and event.chain_index == chosen.event.chain_index + 1
+            and event.message
+            and event.type_name.rsplit(".", 1)[-1] == bare
+        ):
+            return cand
+    return chosen
 
 
 _GROUP_WHY = {

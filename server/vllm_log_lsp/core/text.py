@@ -23,7 +23,12 @@ from collections.abc import Iterator
 Buffer = bytes | mmap.mmap
 Text = str | Buffer
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_ANSI = re.compile(
+    r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]"
+    # A colour code whose ESC byte was lost in a copy (GitHub, a terminal paste) around vLLM's
+    # process prefix: `[0;36m(EngineCore pid=1)[0;0m `.
+    r"|\[(?:\d{1,3};)*\d{1,3}m(?=\()|(?<=\))\[(?:\d{1,3};)*\d{1,3}m"
+)
 
 
 def decode_log(data: bytes) -> tuple[str, list[str]]:
@@ -65,7 +70,7 @@ def inspect_log_bytes(data: Buffer) -> tuple[Buffer, list[str]]:
 def strip_ansi(line: str) -> tuple[str, list[int] | None]:
     """Remove ANSI escape sequences. Returns (clean, colmap) where colmap[i] is the column in the
     original line of clean column i (plus one entry for the end); None when nothing was removed."""
-    if "\x1b" not in line:
+    if "\x1b" not in line and "m(" not in line:
         return line, None
     pieces: list[str] = []
     colmap: list[int] = []
