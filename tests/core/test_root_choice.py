@@ -328,3 +328,57 @@ def test_an_exit_mid_start_up_with_only_leaked_semaphores_is_a_death_but_not_aft
         leaked,
     ]
     assert _roots(_log(served)) == []
+
+
+@pytest.mark.parametrize("prefix", ["", "(EngineCore_DP0 pid=5) ERROR 09-01 10:00:00 [core.py:1] "])
+@pytest.mark.parametrize(
+    ("details", "telling"),
+    [
+        (
+            [
+                "  Value error, Invalid repository ID or local directory specified: '/m'. [type=value_error, input_value=ArgsKwargs((), {})]"
+            ],
+            0,
+        ),
+        (
+            [
+                "max_model_len",
+                "  Input should be a valid integer [type=int_type, input_value='4k', input_type=str]",
+            ],
+            1,
+        ),
+        (["  Assertion failed, tensor_parallel_size must divide 7 [type=assertion_error, input_value=3]"], 0),
+    ],
+)
+def test_a_pydantic_error_points_at_the_line_that_states_the_reason(
+    prefix: str, details: list[str], telling: int
+) -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/vllm/engine/arg_utils.py", line 1000, in create_model_config',
+        "    return ModelConfig(",
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+        *details,
+        "    For further information visit https://errors.pydantic.dev/2.11/v/value_error",
+    ]
+    [finding] = analyze(_log([prefix + line for line in lines])).findings
+    assert finding.line == 4 + telling
+    assert "validation error for ModelConfig" in finding.root_text
+
+
+def test_a_kernel_assertion_before_the_device_side_assert_is_the_root() -> None:
+    kernel = (
+        "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:93: operator(): block: [0,0,0], thread: [3,0,0] "
+        'Assertion `-sizes[i] <= index && index < sizes[i] && "index out of bounds"` failed.'
+    )
+    worker = "(Worker_TP0 pid=3) ERROR 09-01 10:00:00 [multiproc_executor.py:1] "
+    lines = [
+        kernel,
+        kernel.replace("[3,0,0]", "[4,0,0]"),
+        worker + "Traceback (most recent call last):",
+        worker + '  File "/x/vllm/v1/worker/gpu_model_runner.py", line 10, in execute_model',
+        worker + "RuntimeError: CUDA error: device-side assert triggered",
+        "(EngineCore_DP0 pid=2) ERROR 09-01 10:00:01 [core.py:1] EngineCore encountered a fatal error.",
+    ]
+    [finding] = analyze(_log(lines)).findings
+    assert finding.line == 0

@@ -30,7 +30,8 @@ from .incidents import (
     unwrap_candidates,
 )
 from .linebreaks import NewlineLines
-from .model import Analysis, Finding, Precursor, RunSegment
+from .lines import parse_line
+from .model import Analysis, ExceptionEvent, Finding, Precursor, RunSegment, Span
 from .scan import Candidate, Scan, scan_lines, truncate_scan
 from .source import first_invalid_utf8
 from .stats import StatsScan, scan_stats
@@ -166,10 +167,31 @@ def _diagnose(
         runs[key] = RunSegment(run_start, end_line, incident.outer, context)
     context = runs[key].context
     finding = build_finding(index, catalog, scan, incident, cand, context, run_offset, root_offset)
+    telling = _telling_line(index, catalog, event)
+    if telling is not None:
+        finding = replace(finding, root=telling)
     if choice is None:
         why = "no exception or fault was printed for this death: its most telling symptom stands in"
         return replace(finding, why=why, confidence="low")
     return replace(finding, why=choice.why, considered=choice.considered, confidence=choice.confidence)
+
+
+def _telling_line(index: LogIndex, catalog: Catalog, event: ExceptionEvent) -> Span | None:
+    """Where a multi-line exception states its cause in words, when its first line only
+    announces it (`1 validation error for ModelConfig` above `Value error, ...`)."""
+    if not event.message_lines:
+        return None
+    first = event.text.split("\n", 1)[0]
+    for marker in catalog.markers_of("headline"):
+        if marker.reason is None or marker.literal not in first or not marker.pattern.search(first):
+            continue
+        for number in event.message_lines:
+            line = parse_line(number, index.line_text(number))
+            message = line.message.strip()
+            if marker.reason.search(message):
+                col = line.message_col + (len(line.message) - len(line.message.lstrip()))
+                return Span(number, col, len(line.text.rstrip()))
+    return None
 
 
 def offset_of(index: LogIndex, scan: Scan, line: int) -> int:

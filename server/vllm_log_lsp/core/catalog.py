@@ -124,6 +124,7 @@ class Marker:
     after_death_only: bool = False
     last_resort: bool = False  # survived: still the root when nothing else explains the death
     promote: str = ""  # precursor: the capture naming what failed; a fatal error naming it follows from it
+    reason: Pattern | None = None  # headline: the message line that states the cause
     offset: int = 0  # run_start: the run starts this many lines after the marker
 
 
@@ -280,6 +281,7 @@ MARKER_KINDS = (
     "signal",
     "decoy",
     "survived",
+    "headline",
     "phase",
     "phase_frame",
     "run_start",
@@ -485,6 +487,8 @@ def _parse_markers(
             patterns = _compile_all(source, where, line, BUILTIN_REGEX_TIMEOUT, errors)
             if not patterns:
                 continue
+            reason = raw.get("reason")
+            reasons = _compile_all(reason, where, line, BUILTIN_REGEX_TIMEOUT, errors) if reason else []
             markers.setdefault(kind, []).append(
                 Marker(
                     kind=kind,
@@ -498,6 +502,7 @@ def _parse_markers(
                     after_death_only=bool(raw.get("after_death_only", False)),
                     last_resort=bool(raw.get("last_resort", False)),
                     promote=str(raw.get("promote", "")),
+                    reason=reasons[0] if reasons else None,
                     offset=int(raw.get("offset", 0)),
                 )
             )

@@ -40,6 +40,7 @@ STANDALONE_EXCEPTION = re.compile(
     r"(?P<type>(?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Fault|Timeout|Dead)"
     r"(?:\((?P<inner>[\w.]+)\))?):(?P<message>(?: .*)?)$"
 )
+_FIELD_LOCATION = re.compile(r"[a-z_][\w]*(?:\.[\w]+)*$")
 _RAY_DEDUP = re.compile(r"\s*\[repeated \d+x across cluster\](?: \(Ray deduplicates.*)?$")
 _KEYWORDS = frozenset(
     [
@@ -254,7 +255,11 @@ class _ChainReader:
             return False  # a new, separate traceback from the same writer
         if self.state == "exception" and self.current is not None:
             indented = message[:1].isspace()
-            continues = indented or (not self.current["message"] and not looks_like_exception(message))
+            # pydantic prints a field's location unindented (`max_model_len`) above its reason.
+            location = self.current["message"] and _FIELD_LOCATION.match(stripped) is not None
+            continues = (
+                indented or location or (not self.current["message"] and not looks_like_exception(message))
+            )
             if continues and len(self.current["message"]) < _MAX_MESSAGE_LINES:
                 self.current["message"].append(stripped)
                 self.current["lines"].append(line.number)
