@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pressure import V0_LOG, V1_LOG, v0_preemption_log, v1_pressure_log
@@ -204,3 +206,7 @@ def test_growing_log_keeps_earlier_samples_and_reads_the_new_ones() -> None:
 def test_committed_pressure_fixtures_match_their_generator() -> None:
     assert V1_LOG.read_text(encoding="utf-8") == v1_pressure_log()
     assert V0_LOG.read_text(encoding="utf-8") == v0_preemption_log()
+    workspace = (
+        Path(__file__).parents[1] / "editors" / "fixtures" / "vscode-workspace" / "kv-pressure-vllm.log"
+    )
+    assert workspace.read_text(encoding="utf-8") == v1_pressure_log()  # the VS Code e2e's copy

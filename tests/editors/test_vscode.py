@@ -52,6 +52,9 @@ PLAIN_LOG_ROOT_CAUSE_LINE = 109
 SCRIPT = "serve.sh"
 # The same log as server-041.log, outside the workspace, for `vLLM Log: Analyze Log File from Disk...`.
 DISK_LOG = "big-041.log"
+# tests/fixtures/formats/kv-pressure-oom.log (tests/pressure.py): KV cache filling up before a serving
+# OOM on line 47, for `vLLM Log: Show Report`.
+REPORT_LOG = "kv-pressure-vllm.log"
 
 
 def _vsix() -> Path:
@@ -103,6 +106,7 @@ def test_vsix_manifest(vsix_tree: Path):
         "vllmLog.analyzeFile",
         "vllmLog.goToRootCause",
         "vllmLog.showOutput",
+        "vllmLog.showReport",
     }
     props = contributes["configuration"]["properties"]
     for key in (
@@ -330,6 +334,7 @@ def _looks_incomplete(result: dict) -> bool:
         "log-language file": bool(result.get("plainLogMarkers")),
         "analyze from disk": DISK_LOG in (result.get("analyzeFileToast") or ""),
         "missing python": "needs Python" in (result.get("missingPythonToast") or ""),
+        "show report": bool((result.get("report") or {}).get("found")),
     }
     missing = [name for name, ok in seen.items() if not ok]
     if missing:
@@ -457,6 +462,7 @@ def _run_session(tmp_path_factory, untrusted: Callable[[Path], None] | None = No
             },
             "plainLog": {"name": PLAIN_LOG, "rootCauseLine": PLAIN_LOG_ROOT_CAUSE_LINE},
             "diskLog": {"name": DISK_LOG, "path": str(outside / DISK_LOG)},
+            "reportLog": {"name": REPORT_LOG},
         }
         if untrusted:
             config["onlySteps"] = ["load workbench", "restricted mode", "open crash log", "problems panel"]
@@ -678,3 +684,17 @@ def test_vscode_untrusted_workspace_runs_nothing_of_its_own(untrusted_run):
     errors = [r for r in rows if r["label"].lower().startswith("error")]
     assert LOG_ROOT_CAUSE_LINE in [_row_line(r) for r in errors], _explain(untrusted_run)
     assert not [r for r in rows if HOSTILE_RULE_TITLE in r["label"] + r["text"]], _explain(untrusted_run)
+
+
+@pytest.mark.editor
+def test_vscode_show_report_opens_the_html_report(vscode_run):
+    report = vscode_run.get("report") or {}
+    assert report.get("found"), _explain(vscode_run)
+    assert report["title"] == f"vLLM log report: {REPORT_LOG}"
+    assert report["verdict"] == "1 engine death: CUDA OOM while serving requests (line 47)"
+    # Three charts (KV usage; running and waiting; generation and prompt throughput), 24 points each.
+    assert report["charts"] == 3 and report["polylines"] == [24] * 5, report
+    assert report["deathMarkers"] == 3
+    tabs = vscode_run.get("reportTabs") or []
+    assert any(tab.startswith(f"Report: {REPORT_LOG}") for tab in tabs), tabs
+    assert (ARTIFACTS / "vscode-report.png").stat().st_size > 10_000

@@ -102,3 +102,36 @@ async def test_outline_shows_the_series_and_where_trouble_starts(client):
         ),
     ]
     close(client, uri)
+
+
+async def test_report_command_renders_the_open_document(client):
+    uri = fresh_uri("pressure.log")
+    await open_log(client, uri, v1_pressure_log())
+    html = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="vllmLog.report", arguments=[uri])
+    )
+    assert html.startswith("<!DOCTYPE html>") and "vLLM log report: pressure.log" in html
+    assert "1 engine death: CUDA OOM while serving requests (line 47)" in html
+    assert html.count('<figure class="chart">') == 3
+    # An untitled document (no file behind it) is reported from its synced text too.
+    untitled = fresh_uri("v0.log", scheme="untitled")
+    await open_log(client, untitled, v0_preemption_log())
+    html = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="vllmLog.report", arguments=[{"uri": untitled}])
+    )
+    assert "No engine death found" in html and "Requests were preempted" in html
+    close(client, uri)
+    close(client, untitled)
+
+
+async def test_report_command_reads_an_unopened_file(client, tmp_path):
+    path = tmp_path / "pressure.log"
+    path.write_text(v1_pressure_log(), encoding="utf-8")
+    html = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="vllmLog.report", arguments=[str(path)])
+    )
+    assert "vLLM log report: pressure.log" in html and 'class="death"' in html
+    with pytest.raises(Exception, match=r"report|no such file|expects"):
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="vllmLog.report", arguments=[str(tmp_path / "missing.log")])
+        )

@@ -34,6 +34,7 @@ const OWN_COMMANDS = new Set([
     'vllmLog.goToRootCause',
     'vllmLog.showOutput',
     'vllmLog.copyFixedCommand',
+    'vllmLog.showReport',
 ]);
 
 const LANGUAGES = ['vllm-log', 'log', 'plaintext'];
@@ -55,6 +56,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         vscode.commands.registerCommand('vllmLog.analyzeFile', (uri?: vscode.Uri) => analyzeFile(uri)),
         vscode.commands.registerCommand('vllmLog.goToRootCause', (...args: unknown[]) => goToRootCause(args)),
         vscode.commands.registerCommand('vllmLog.copyFixedCommand', (...args: unknown[]) => copyFixedCommand(args)),
+        vscode.commands.registerCommand('vllmLog.showReport', (uri?: vscode.Uri) => showReport(uri)),
         vscode.workspace.onDidChangeConfiguration((e) => onConfigurationChanged(e)),
         vscode.workspace.onDidGrantWorkspaceTrust(() => restart('workspace trusted')),
     );
@@ -373,6 +375,45 @@ async function analyzeFile(uri?: vscode.Uri): Promise<void> {
     } else if (choice === 'Open Log') {
         await vscode.commands.executeCommand('vscode.open', target);
     }
+}
+
+/**
+ * `vLLM Log: Show Report`: the server renders the same self-contained HTML page as
+ * `vllm-log-lsp check --report` (inline SVG, no script) for the active log, or the one clicked in the
+ * explorer; it opens in a webview beside the log, with scripts disabled.
+ */
+async function showReport(uri?: vscode.Uri): Promise<void> {
+    const target = uri instanceof vscode.Uri ? uri : vscode.window.activeTextEditor?.document.uri;
+    if (!target) {
+        void vscode.window.showInformationMessage('vLLM Log: open a log first, then run Show Report.');
+        return;
+    }
+    const c = await runningClient();
+    if (!c) {
+        return;
+    }
+    const name = target.path.split('/').pop() || target.toString();
+    let html: unknown;
+    try {
+        html = await vscode.window.withProgress(
+            { location: vscode.ProgressLocation.Notification, title: `vLLM Log: building the report of ${name}…` },
+            () => c.sendRequest(ExecuteCommandRequest.type, { command: 'vllmLog.report', arguments: [target.toString()] }),
+        );
+    } catch (e) {
+        output.warn(`showReport ${target.toString()} failed: ${String(e)}`);
+        void vscode.window.showErrorMessage(`vLLM Log: could not build the report of ${name}: ${String(e)}`);
+        return;
+    }
+    if (typeof html !== 'string') {
+        return;
+    }
+    const panel = vscode.window.createWebviewPanel(
+        'vllmLogReport',
+        `Report: ${name}`,
+        { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
+        { enableScripts: false, localResourceRoots: [] },
+    );
+    panel.webview.html = html;
 }
 
 /**

@@ -1,4 +1,5 @@
-"""`vllmLog.analyzeFile`: analyse a log from disk, for logs the editor will not sync.
+"""`vllmLog.analyzeFile`: analyse a log from disk, for logs the editor will not sync;
+`vllmLog.report`: the HTML report of a log (the VS Code client shows it in a webview).
 
 VS Code never sends documents over 50 MB to a language server, so its client calls this command
 with the file's path or URI. The server reads and analyses the file in a worker thread, publishes
@@ -18,6 +19,7 @@ from ..core.analyze import Analyzer
 from ..core.model import PHASE_TITLES
 from ..core.source import open_log
 from ..core.text import decode_log
+from ..report.html import render_report
 from .pipeline import compute
 from .safety import guarded
 from .state import AnalysisResult, DocumentState
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from .server import VllmLogServer
 
 ANALYZE_FILE = "vllmLog.analyzeFile"
+REPORT = "vllmLog.report"
 
 
 def resolve_target(arg: Any) -> tuple[Path, str]:
@@ -85,18 +88,53 @@ def _read_and_analyze(server: VllmLogServer, path: Path, settings) -> tuple[str,
     )
 
 
+async def _current_result(server: VllmLogServer, state: DocumentState | None) -> AnalysisResult | None:
+    """The analysis of a document the editor syncs, brought up to its latest version."""
+    if state is None or state.from_disk or not state.served:
+        return None
+    return await server.pipeline.run(state) or state.result
+
+
+async def report_html(server: VllmLogServer, arg: Any) -> str:
+    """`vllmLog.report`: the HTML report of an open log (its synced text), else of a file on disk."""
+    loop = asyncio.get_running_loop()
+    uri = arg.get("uri") if isinstance(arg, dict) else arg
+    state = server.documents.get(uri) if isinstance(uri, str) else None  # also `untitled:` documents
+    if state is None:
+        path, uri = resolve_target(arg)
+        state = server.documents.get(uri)
+    else:
+        path = Path(uris.to_fs_path(uri) or uri)
+    result = await _current_result(server, state)
+    if result is None or result.skipped_reason:
+        if not path.exists():  # anything else (a FIFO, a device) is refused by open_log, with why
+            raise FileNotFoundError(f"{REPORT}: no such file: {path}")
+        settings = server.settings.for_uri(uri)
+        _, result = await loop.run_in_executor(
+            server.pipeline.executor, _read_and_analyze, server, path, settings
+        )
+    return await loop.run_in_executor(
+        server.pipeline.executor, render_report, str(path), result.text, result.analysis, server.catalog
+    )
+
+
 def register(server: VllmLogServer) -> None:
+    @server.command(REPORT)
+    @guarded(server, reraise=True)
+    async def report(*args) -> str:  # unannotated: pygls structures annotated args
+        if not args:
+            raise ValueError(f"{REPORT} expects a document URI or a file path")
+        return await report_html(server, args[0])
+
     @server.command(ANALYZE_FILE)
     @guarded(server, reraise=True)
     async def analyze_file(*args) -> dict[str, Any]:  # unannotated: pygls structures annotated args
         if not args:
             raise ValueError(f"{ANALYZE_FILE} expects a file path or a file: URI")
         path, uri = resolve_target(args[0])
-        open_state = server.documents.get(uri)
-        if open_state is not None and not open_state.from_disk and open_state.served:
-            result = await server.pipeline.run(open_state) or open_state.result
-            if result is not None:
-                return summary(uri, result)
+        result = await _current_result(server, server.documents.get(uri))
+        if result is not None:
+            return summary(uri, result)
         if not path.exists():  # anything else (a FIFO, a device) is refused by open_log, with why
             raise FileNotFoundError(f"{ANALYZE_FILE}: no such file: {path}")
         settings = server.settings.for_uri(uri)

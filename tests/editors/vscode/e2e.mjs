@@ -1,6 +1,7 @@
 // Drives a running code-server (real VS Code 1.100 in the browser) with playwright-core + Debian's chromium,
 // the way a user would: open the crash log, read the language mode, the Problems panel, the hover on the
-// root-cause line, go to definition from the EngineDeadError line, and apply a quick fix.
+// root-cause line, go to definition from the EngineDeadError line, apply a quick fix, and open the HTML
+// report of a log with stats lines (vLLM Log: Show Report).
 //
 // It only observes and records; tests/editors/test_vscode.py makes the assertions.
 // Usage: node e2e.mjs CONFIG.json   (see test_vscode.py for the fields); writes CONFIG.result to stdout as JSON.
@@ -355,6 +356,39 @@ try {
         for (const c of await close.all()) {
             await c.click().catch(() => {});
         }
+    });
+
+    await step('show report', async () => {
+        // `vLLM Log: Show Report` on a log with stats lines: the same HTML report as `check --report`,
+        // in a webview beside the log.
+        await openFile(cfg.reportLog.name);
+        await command('vLLM Log: Show Report');
+        // A webview is an iframe (webview host) around another iframe (the page): find the page's frame.
+        const frame = await poll(async () => {
+            for (const f of page.frames()) {
+                const title = await f.evaluate(() => document.title).catch(() => '');
+                if (title.startsWith('vLLM log report')) {
+                    return f;
+                }
+            }
+            return undefined;
+        }, 20000, 300);
+        if (!frame) {
+            result.report = { found: false };
+            return;
+        }
+        result.report = await frame.evaluate(() => ({
+            found: true,
+            title: document.title,
+            verdict: (document.querySelector('.verdict') || {}).textContent || '',
+            charts: document.querySelectorAll('figure.chart').length,
+            polylines: Array.from(document.querySelectorAll('polyline.series')).map((p) => Number(p.dataset.points)),
+            deathMarkers: document.querySelectorAll('line.death').length,
+        }));
+        // The report opens beside the log (which keeps the focus): every editor group's tabs.
+        result.reportTabs = (await page.locator('.tabs-container .tab').allInnerTexts()).map((t) => t.trim());
+        await sleep(500);
+        await page.screenshot({ path: `${cfg.artifacts}/vscode-report.png` });
     });
 
     await step('missing python', async () => {
