@@ -382,3 +382,28 @@ def test_a_kernel_assertion_before_the_device_side_assert_is_the_root() -> None:
     ]
     [finding] = analyze(_log(lines)).findings
     assert finding.line == 0
+
+
+@pytest.mark.parametrize("prefix", ["", "ERROR 01-01 10:00:00 engine.py:160] "])
+@pytest.mark.parametrize(
+    "symptom",
+    [
+        "ERROR 01-01 10:00:00 client.py:250] MQLLMEngine is already dead, terminating server process",
+        "ERROR 01-01 10:00:00 async_llm_engine.py:60] Engine background task failed",
+    ],
+)
+def test_a_bare_assertion_before_a_v0_symptom_is_the_root(prefix: str, symptom: str) -> None:
+    lines = [
+        "INFO 01-01 09:59:00 llm_engine.py:1] Initializing an LLM engine (v0.6.3) with config: model='m'",
+        prefix + "Traceback (most recent call last):",
+        prefix + '  File "/x/vllm/engine/multiprocessing/engine.py", line 200, in run_engine_loop',
+        prefix + "    request_outputs = self.engine_step()",
+        prefix + '  File "/x/vllm/core/scheduler.py", line 900, in _schedule_prefills',
+        prefix + "    assert len(seq_groups) > 0",
+        prefix + "AssertionError",
+        symptom,
+        'INFO:     10.0.0.1:5000 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
+    ]
+    [finding] = analyze(_log(lines)).findings
+    assert (finding.line, finding.root_text) == (6, "AssertionError")
+    assert finding.evidence.get("assertion") == "assert len(seq_groups) > 0"

@@ -260,6 +260,11 @@ class _ChainReader:
             continues = (
                 indented or location or (not self.current["message"] and not looks_like_exception(message))
             )
+            # A line with a logger level of its own (uvicorn's `INFO:`) is another writer's, even
+            # when a raw traceback shares its stream; a first continuation follows right below.
+            continues = continues and line.level == self.tb.level
+            if not self.current["message"] and line.number != self.current["line"].number + 1:
+                continues = False
             if continues and len(self.current["message"]) < _MAX_MESSAGE_LINES:
                 self.current["message"].append(stripped)
                 self.current["lines"].append(line.number)
