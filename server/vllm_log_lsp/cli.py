@@ -83,26 +83,40 @@ def error(message: str) -> int:
     return EXIT_UNREADABLE
 
 
-class Reports:
-    """Writes reports to stdout. When the reader goes away (`check … | head`), the rest is
-    dropped silently and the analysis goes on, so the exit status still tells the truth."""
+class OutputError(Exception):
+    """The report could not be written (a full disk, an I/O error): an error, not a diagnosis."""
 
-    def __init__(self, stream: TextIO) -> None:
+
+class Reports:
+    """Writes reports to stdout. When the reader goes away (`check … | head`) or there is no
+    stdout (`>&-`), the rest is dropped silently and the analysis goes on, so the exit status
+    still tells the truth; any other write error is an `OutputError`."""
+
+    def __init__(self, stream: TextIO | None) -> None:
         self.stream = stream
-        self.reader_gone = False
+        self.reader_gone = stream is None
 
     def write(self, text: str) -> None:
-        if self.reader_gone:
+        if self.reader_gone or self.stream is None:
             return
         try:
             self.stream.write(text)
             self.stream.flush()
-        except BrokenPipeError:
+        except OSError as err:
+            if not isinstance(err, BrokenPipeError):
+                raise OutputError(f"cannot write the report: {err.strerror or err}") from None
             self.reader_gone = True
-            # Anything still buffered goes nowhere, instead of failing again at exit.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self.stream.fileno())
-            os.close(devnull)
+            _drop_stdout()
+
+
+def _drop_stdout() -> None:
+    """Send what is still buffered for stdout nowhere, instead of failing again at exit."""
+    if sys.stdout is None:
+        return
+    with contextlib.suppress(OSError, ValueError):  # a stream without a file descriptor: leave it
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def shown_name(path: str) -> str:
@@ -593,6 +607,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if catalog is None:
             return EXIT_UNREADABLE
         return args.handler(args, catalog)
+    except OutputError as err:
+        _drop_stdout()
+        return error(str(err))
     except KeyboardInterrupt:
         return 130
     except Exception as err:  # a bug: one line, and a status no diagnosis uses

@@ -261,3 +261,25 @@ def test_serve_on_port_zero_picks_a_free_port_and_prints_it() -> None:
     finally:
         process.kill()
         process.wait(30)
+
+
+def test_no_stdout_keeps_the_status_and_a_full_disk_is_an_error() -> None:
+    """`check LOG >&-` answers by its status alone; a report that cannot be written is exit 2."""
+    closed = subprocess.run(
+        [sys.executable, "-m", "vllm_log_lsp", "check", str(OOM)],
+        stderr=subprocess.PIPE,
+        timeout=60,
+        preexec_fn=lambda: os.close(1),  # the child starts with no stdout at all
+    )
+    assert closed.returncode == 1 and closed.stderr == b""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "vllm_log_lsp", "check", str(OOM)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    assert result.returncode == 2
+    assert b"vllm-log-lsp: error: cannot write the report: No space left on device" in result.stderr
