@@ -407,3 +407,59 @@ def test_a_bare_assertion_before_a_v0_symptom_is_the_root(prefix: str, symptom: 
     [finding] = analyze(_log(lines)).findings
     assert (finding.line, finding.root_text) == (6, "AssertionError")
     assert finding.evidence.get("assertion") == "assert len(seq_groups) > 0"
+
+
+# Outer prefixes no built-in format knows: each is learned from the log's own lines.
+UNKNOWN_PREFIXES = [
+    "Jan 07 10:00:{s:02d}.123456 gpu-node-3 ",
+    "[pod/vllm-7d9f8b-x2x/vllm] ",
+    "2025-01-07 10:00:{s:02d},123 [vllm] ",
+    "job-123/worker-0: ",
+]
+
+MP_DEATH = [
+    "(APIServer pid=1) INFO 01-07 10:00:00 [api_server.py:1] vLLM API server version 0.11.0",
+    "(EngineCore_DP0 pid=2) INFO 01-07 10:00:01 [core.py:1] Initializing a V1 LLM engine (v0.11.0) with config: model='m'",
+    "(EngineCore_DP0 pid=2) INFO 01-07 10:00:02 [gpu_model_runner.py:1] Starting to load model m...",
+    "(Worker_TP1 pid=4) INFO 01-07 10:00:03 [gpu_model_runner.py:1] Starting to load model m...",
+    "(Worker_TP1 pid=4) ERROR 01-07 10:00:04 [multiproc_executor.py:1] WorkerProc failed to start.",
+    "(Worker_TP1 pid=4) Traceback (most recent call last):",
+    '(Worker_TP1 pid=4)   File "/x/vllm/v1/worker/gpu_worker.py", line 10, in load_model',
+    "(Worker_TP1 pid=4)     self.model_runner.load_model()",
+    "(Worker_TP1 pid=4) ValueError: weight shape [4096, 11008] does not match [4096, 5504]",
+    "(EngineCore_DP0 pid=2) ERROR 01-07 10:00:05 [core.py:2] EngineCore failed to start.",
+    "(EngineCore_DP0 pid=2) Traceback (most recent call last):",
+    '(EngineCore_DP0 pid=2)   File "/x/vllm/v1/engine/core.py", line 20, in run_engine_core',
+    "(EngineCore_DP0 pid=2)     raise e",
+    "(EngineCore_DP0 pid=2) RuntimeError: Worker failed with error 'weight shape [4096, 11008] does not match [4096, 5504]'",
+    "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+]
+
+
+@pytest.mark.parametrize("prefix", UNKNOWN_PREFIXES)
+def test_an_unknown_outer_prefix_is_learned_from_the_log(prefix: str) -> None:
+    text = "".join(prefix.format(s=n) + line + "\n" for n, line in enumerate(MP_DEATH))
+    [finding] = analyze(text).findings
+    assert finding.root_text == "ValueError: weight shape [4096, 11008] does not match [4096, 5504]"
+    assert finding.exception is not None and finding.exception.process == "Worker_TP1"
+
+
+@pytest.mark.parametrize("prefix", UNKNOWN_PREFIXES)
+def test_a_learned_prefix_raises_no_alarm_on_a_healthy_log(prefix: str) -> None:
+    healthy = [
+        *MP_DEATH[:4],
+        "(APIServer pid=1) INFO 01-07 10:01:00 [launcher.py:1] Application startup complete.",
+        '(APIServer pid=1) INFO:     10.0.0.2:5100 - "POST /v1/completions HTTP/1.1" 200 OK',
+    ]
+    text = "".join(prefix.format(s=n) + line + "\n" for n, line in enumerate(healthy))
+    assert analyze(text).findings == ()
+
+
+def test_no_prefix_is_learned_where_the_known_formats_take_lines_apart() -> None:
+    from support import CRASH, CRASH2, CRASH3, HEALTHY, read_log
+    from vllm_log_lsp.core.lines import learn_outer_prefix
+
+    logs = [p for folder in (CRASH, CRASH2, CRASH3, HEALTHY) for p in sorted(folder.glob("*.log"))]
+    assert len(logs) > 80
+    learned = {p.name: learn_outer_prefix(read_log(p).split("\n")[:400]) for p in logs}
+    assert not {name: p.pattern for name, p in learned.items() if p is not None}

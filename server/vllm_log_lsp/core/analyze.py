@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from . import catalog as catalog_mod
@@ -30,12 +31,15 @@ from .incidents import (
     unwrap_candidates,
 )
 from .linebreaks import NewlineLines
-from .lines import parse_line
+from .lines import learn_outer_prefix, learned_prefix, parse_line
 from .model import Analysis, ExceptionEvent, Finding, Precursor, RunSegment, Span
 from .scan import Candidate, Scan, scan_lines, truncate_scan
 from .source import first_invalid_utf8
 from .stats import StatsScan, scan_stats
 from .text import LogIndex, Text
+
+# How many lines from the start of a log teach its own outer prefix.
+_LEARN_LINES = 400
 
 __all__ = ["Analyzer", "analyze", "classify"]
 
@@ -65,16 +69,20 @@ class Analyzer:
         self._index: LogIndex | None = None
         self._stats: StatsScan | None = None
         self.reused_offset = 0  # how much of the text the last call did not scan again
+        self._prefix: re.Pattern[str] | None = None  # the log's own outer prefix (learned)
 
     def analyze(self, text: Text, warnings: tuple[str, ...] = (), path: str | None = None) -> Analysis:
         index = LogIndex(text, path)
         scan, start = self._reusable_scan(text, index)
-        self.reused_offset = start
-        scan = scan_lines(index, self.catalog, scan, start)
-        kept = self._stats.before(index.line_of(start)) if self._stats is not None and start else None
-        stats = scan_stats(index, kept, start if kept is not None else 0)
-        self._text, self._scan, self._index, self._stats = text, scan, index, stats
-        return _analysis(index, self.catalog, scan, warnings, stats)
+        if start == 0:
+            self._prefix = learn_outer_prefix(raw for _, raw in index.iter_lines_from(0, 0, _LEARN_LINES))
+        with learned_prefix(self._prefix):
+            self.reused_offset = start
+            scan = scan_lines(index, self.catalog, scan, start)
+            kept = self._stats.before(index.line_of(start)) if self._stats is not None and start else None
+            stats = scan_stats(index, kept, start if kept is not None else 0)
+            self._text, self._scan, self._index, self._stats = text, scan, index, stats
+            return _analysis(index, self.catalog, scan, warnings, stats)
 
     def _reusable_scan(self, text: Text, index: LogIndex) -> tuple[Scan | None, int]:
         old, scan, old_index = self._text, self._scan, self._index

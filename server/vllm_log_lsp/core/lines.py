@@ -18,6 +18,10 @@ A line that matches none of these is kept whole as its own message.
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from .model import LogLine
 from .text import strip_ansi
@@ -69,25 +73,19 @@ _OTHER_HEADER = re.compile(
 _MAX_USER_PREFIX = 80
 
 
+# The outer prefix learned from the log being analysed (see `learn_outer_prefix`): set for the
+# duration of one analysis, in the thread that runs it.
+_LEARNED: ContextVar[re.Pattern[str] | None] = ContextVar("learned_outer_prefix", default=None)
+
+
 def parse_line(number: int, raw: str) -> LogLine:
     """Parse one line (without its line break) into a LogLine. Never raises."""
     clean, colmap = strip_ansi(raw)
     pos = 0
-    outer_parts: list[str] = []
-    journal_unit = None
-    while True:
-        match = _OUTER.match(clean, pos)
-        if not match or match.end() == pos:
-            break
-        if match.group("compose") and not _plausible_compose(clean, match):
-            break
-        if match.group("service"):
-            outer_parts.append(match.group("service").strip("[]"))
-        elif match.group("unit"):
-            # One journal interleaves a service's processes (env[12], systemd[1]): a writer, not
-            # a separate service.
-            journal_unit = match.group("unit")
-        pos = match.end()
+    learned = _LEARNED.get()
+    if learned is not None and (found := learned.match(clean)):
+        pos = found.end()
+    pos, outer_parts, journal_unit = _outer_prefixes(clean, pos)
 
     process = pid = None
     chain: list[str] = [journal_unit] if journal_unit else []
@@ -135,6 +133,26 @@ def parse_line(number: int, raw: str) -> LogLine:
     )
 
 
+def _outer_prefixes(clean: str, pos: int) -> tuple[int, list[str], str | None]:
+    """Take the known runtime prefixes off from `pos`: (where they end, services, journal unit)."""
+    outer_parts: list[str] = []
+    journal_unit = None
+    while True:
+        match = _OUTER.match(clean, pos)
+        if not match or match.end() == pos:
+            break
+        if match.group("compose") and not _plausible_compose(clean, match):
+            break
+        if match.group("service"):
+            outer_parts.append(match.group("service").strip("[]"))
+        elif match.group("unit"):
+            # One journal interleaves a service's processes (env[12], systemd[1]): a writer, not
+            # a separate service.
+            journal_unit = match.group("unit")
+        pos = match.end()
+    return pos, outer_parts, journal_unit
+
+
 def _plausible_compose(clean: str, match: re.Match[str]) -> bool:
     """A compose prefix is `name  | ` at the start; reject tqdm bars and table rows like `a | b`."""
     service = match.group("service")
@@ -148,3 +166,75 @@ def _plausible_compose(clean: str, match: re.Match[str]) -> bool:
         or "  " in match.group(0)
         or not rest
     )
+
+
+# Where vLLM's own part of a line begins: a process prefix, a logger header, a traceback line.
+_VLLM_START = re.compile(
+    r"\((?:[A-Za-z_][\w.\-]*(?:[ ]\w+=?\w*)?)[ ]pid=\d+[^)]*\)"
+    r"|\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ ]\d\d-\d\d[ ]\d\d:"
+    r"|Traceback[ ]\(most[ ]recent[ ]call[ ]last\):"
+)
+# A learned prefix must lead this share of the sampled vLLM lines, and at least this many.
+_LEARN_SHARE = 0.6
+_LEARN_MIN_LINES = 5
+_MAX_PREFIX = 120
+
+
+def learn_outer_prefix(lines: Iterable[str]) -> re.Pattern[str] | None:
+    """The log's own outer prefix, when most of its vLLM lines start with one the known formats
+    do not take apart (a collector's timestamp and host, a pod column, a job name): its shape,
+    with digits generalised, as a pattern anchored at the line start. None: nothing to learn."""
+    shapes: Counter[str] = Counter()
+    anchored = 0
+    for raw in lines:
+        clean, _ = strip_ansi(raw[:400])
+        start = _VLLM_START.search(clean, 0, _MAX_PREFIX + 80)
+        if start is None:
+            continue
+        anchored += 1
+        if start.start() == 0 or start.start() > _MAX_PREFIX or _known_prefix_ends_at(clean, start.start()):
+            continue
+        shapes[_shape(clean[: start.start()])] += 1
+    if not shapes:
+        return None
+    shape, count = shapes.most_common(1)[0]
+    if count < _LEARN_MIN_LINES or count < _LEARN_SHARE * anchored:
+        return None
+    return re.compile(shape)
+
+
+def _known_prefix_ends_at(clean: str, end: int) -> bool:
+    """Whether the runtime prefixes `parse_line` knows take the line apart up to `end`, or a
+    vLLM header follows them within the reach of a user's VLLM_LOGGING_PREFIX."""
+    pos = _outer_prefixes(clean, 0)[0]
+    if pos >= end:
+        return True
+    header = (
+        _VLLM_HEADER.match(clean, end)
+        if clean.startswith(("DEBUG", "INFO", "WARN", "ERROR", "CRIT"), end)
+        else None
+    )
+    return header is not None and end - pos <= _MAX_USER_PREFIX and not clean.startswith("(", pos)
+
+
+def _shape(prefix: str) -> str:
+    """A prefix as a pattern: digit runs and white-space runs generalised, the rest literal."""
+    out = []
+    for token in re.findall(r"\d+|\s+|[^\d\s]+", prefix):
+        if token[0].isdigit():
+            out.append(r"\d+")
+        elif token[0].isspace():
+            out.append(r"\s+")
+        else:
+            out.append(re.escape(token))
+    return "".join(out)
+
+
+@contextmanager
+def learned_prefix(pattern: re.Pattern[str] | None) -> Iterator[None]:
+    """Parse lines with `pattern` as the log's outer prefix while the block runs."""
+    token = _LEARNED.set(pattern)
+    try:
+        yield
+    finally:
+        _LEARNED.reset(token)
