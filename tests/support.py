@@ -109,6 +109,14 @@ EDITOR_FIX_VALUE = "512"  # halve the 1024 dummy requests of the failed warm-up
 EDITOR_TIMEOUT_S = 60
 
 
+def editor_finding_title() -> str:
+    """The title the server gives the editor scenario's root cause (titles name the device)."""
+    from vllm_log_lsp.core.analyze import analyze
+
+    findings = analyze((EDITOR_WORKSPACE / EDITOR_LOG).read_bytes()).findings
+    return next(f.title for f in findings if f.rule_id == EDITOR_RULE)
+
+
 def editor_bin_dirs() -> list[str]:
     """Where the editors find `vllm-log-lsp` (and Neovim from PyPI): the venv first."""
     import sys

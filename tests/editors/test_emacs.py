@@ -37,6 +37,7 @@ from support import (
     EDITOR_WORKSPACE,
     crash_label,
     editor_bin_dirs,
+    editor_finding_title,
     unavailable,
 )
 
@@ -129,7 +130,7 @@ def expected():
     return {
         "root": root,
         "symptoms": [n - 1 for n in labels["symptom_lines"]],
-        "title": _finding_title(),
+        "title": editor_finding_title(),
         # Emacs columns count characters (the fixture's non-ASCII prefix is in the BMP: = UTF-16 units).
         "exception_col": root_text.index("torch.OutOfMemoryError"),
         "line_chars": len(root_text.rstrip("\r")),
@@ -231,11 +232,3 @@ def test_emacs_setup_byte_compiles_cleanly(tmp_path):
         timeout=30,
     )
     assert proc.returncode == 0, proc.stderr
-
-
-def _finding_title() -> str:
-    """The title the server gives the scenario's root cause (it names the device that failed)."""
-    from vllm_log_lsp.core.analyze import analyze
-
-    findings = analyze((WORKSPACE / LOG).read_bytes()).findings
-    return next(f.title for f in findings if f.rule_id == RULE)

@@ -37,6 +37,7 @@ from support import (
     EDITOR_WORKSPACE,
     crash_label,
     editor_bin_dirs,
+    editor_finding_title,
     progress_redraws,
     unavailable,
 )
@@ -138,7 +139,7 @@ def expected():
     return {
         "root": root,
         "symptoms": [n - 1 for n in labels["symptom_lines"]],
-        "title": _finding_title(),
+        "title": editor_finding_title(),
         # Neovim columns are byte offsets into the line's UTF-8 text.
         "exception_col": root_bytes.index(b"torch.OutOfMemoryError"),
         "line_bytes": len(root_bytes.rstrip(b"\r")),
@@ -272,14 +273,6 @@ def test_nvim_filetype_rules(tmp_path, name, text, filetype):
         stdin=subprocess.DEVNULL,
     )
     assert proc.stdout == filetype, proc.stderr
-
-
-def _finding_title() -> str:
-    """The title the server gives the scenario's root cause (it names the device that failed)."""
-    from vllm_log_lsp.core.analyze import analyze
-
-    findings = analyze((WORKSPACE / LOG).read_bytes()).findings
-    return next(f.title for f in findings if f.rule_id == RULE)
 
 
 DIAGNOSTICS_PROBE = ROOT / "tests" / "editors" / "neovim" / "diagnostics.lua"
