@@ -14,6 +14,7 @@ from vllm_log_lsp.core.analyze import analyze
 from vllm_log_lsp.core.catalog import CatalogError
 from vllm_log_lsp.core.health import (
     HEALTH_FILE,
+    LineOffsets,
     build_health,
     health_catalog,
     parse_health_catalog,
@@ -244,3 +245,28 @@ def test_check_numbers_health_lines_as_grep_does(tmp_path) -> None:
         [sys.executable, "-m", "vllm_log_lsp", "check", str(log)], capture_output=True, text=True, timeout=60
     ).stdout
     assert f"{log}:{grep_line}: warning: kv-cache-pressure" in text_out
+
+
+def test_line_offsets_from_known_lines_match_the_line_table() -> None:
+    text = v1_pressure_log() * 3 + "tail without newline"
+    index = LogIndex(text)
+    known = {s.line: s.offset for s in scan_stats(index).samples}
+    offsets = LineOffsets(LogIndex(text), known)
+    for line in range(index.line_count):
+        assert offsets(line) == index.line_start(line), line
+
+
+def test_queue_growth_on_a_long_series_is_found_once_per_rise() -> None:
+    # Ten rises of the queue (0 → 45) with the batch full, each followed by a drain.
+    lines = []
+    for cycle in range(10):
+        for step, waiting in enumerate([0, 5, 15, 30, 45, 0]):
+            second = (cycle * 6 + step) * 10
+            lines.append(
+                f"INFO 01-01 00:{second // 60:02d}:{second % 60:02d} [loggers.py:1] Engine 000: Avg prompt "
+                f"throughput: 9.0 tokens/s, Avg generation throughput: 90.0 tokens/s, Running: 32 reqs, "
+                f"Waiting: {waiting} reqs, GPU KV cache usage: 50.0%, Prefix cache hit rate: 10.0%"
+            )
+    health = analyze("\n".join(lines) + "\n").health
+    rises = [(f.first_line, f.last_line, f.count) for f in health.findings if f.id == "queue-growing"]
+    assert rises == [(6 * c, 6 * c + 4, 5) for c in range(10)]

@@ -134,7 +134,7 @@ def _analysis(
             (tb.header_line, tb.last_line) for tb in scan.tracebacks if tb.last_line > tb.header_line
         ),
         run_starts=run_starts,
-        health=build_health(index, stats, run_starts, line_count, findings),
+        health=build_health(index, stats, run_starts, line_count, findings, known_offsets=scan.offsets),
     )
 
 

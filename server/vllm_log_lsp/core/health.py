@@ -10,7 +10,8 @@ last line.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -226,31 +227,69 @@ def build_health(
     line_count: int,
     findings: Iterable[Finding] = (),
     catalog: HealthCatalog | None = None,
+    known_offsets: Mapping[int, int] | None = None,
 ) -> Health:
-    """The series, health findings and pre-failure records of one analysed log."""
+    """The series, health findings and pre-failure records of one analysed log.
+
+    `known_offsets` (line → offset of its start, e.g. the scan's candidate lines) spares building
+    the line table of a huge log."""
     catalog = catalog or health_catalog()
     series = series_of(stats, run_starts, line_count)
     if not series:
         return Health()
     bounds = run_boundaries(run_starts, line_count)
-    contexts = _Contexts(index, bounds, findings)
+    known = dict(known_offsets or {})
+    known.update((s.line, s.offset) for s in stats.samples if s.offset >= 0)
+    offsets = LineOffsets(index, known)
+    contexts = _Contexts(index, bounds, findings, offsets)
     found: list[HealthFinding] = []
     for one in series:
         found.extend(_series_findings(one, catalog, contexts))
     found.sort(key=lambda f: (f.line, f.id))
     records = []
     for finding in findings:
-        record = prefailure_record(index, series, bounds, finding, catalog)
+        record = prefailure_record(index, series, bounds, finding, catalog, offsets)
         if record is not None:
             records.append(record)
     return Health(series=series, findings=tuple(found), records=tuple(records))
 
 
+class LineOffsets:
+    """Line → offset from the lines whose offsets are known (stats and candidate lines), walking a few
+    lines from the nearest one before: a 500 MB log's whole line table is never built for it."""
+
+    _WALK = 2000
+
+    def __init__(self, index: LogIndex, known: Mapping[int, int]) -> None:
+        self.index = index
+        self.known = dict(known)
+        self.known[0] = 0
+        self.lines = sorted(self.known)
+
+    def __call__(self, line: int) -> int:
+        if line in self.known:
+            return self.known[line]
+        position = bisect_right(self.lines, line) - 1
+        near = self.lines[position]
+        if line - near > self._WALK:
+            return self.index.line_start(line)
+        offset = self.known[near]
+        for _ in range(line - near):
+            offset = self.index.next_line_start(offset)
+        return offset
+
+
 class _Contexts:
     """Each run's launch context (for fix values), read once and only for runs that need it."""
 
-    def __init__(self, index: LogIndex, bounds: list[tuple[int, int]], findings: Iterable[Finding]) -> None:
-        self.index, self.bounds = index, bounds
+    def __init__(
+        self,
+        index: LogIndex,
+        bounds: list[tuple[int, int]],
+        findings: Iterable[Finding],
+        offsets: LineOffsets,
+    ) -> None:
+        self.index, self.bounds, self.offsets = index, bounds, offsets
         self.known: dict[int, RunContext] = {}
         # Flag values the run's death already prescribes: a health fix never contradicts them
         # (raising --gpu-memory-utilization for the KV cache of a run that died out of memory).
@@ -267,8 +306,8 @@ class _Contexts:
     def of(self, run: int) -> RunContext:
         if run not in self.known:
             first, last = self.bounds[run]
-            start = self.index.line_start(first)
-            end = len(self.index) if last >= self.bounds[-1][1] else self.index.line_start(last + 1)
+            start = self.offsets(first)
+            end = len(self.index) if last >= self.bounds[-1][1] else self.offsets(last + 1)
             self.known[run] = read_context(self.index, start, end)
         return self.known[run]
 
@@ -361,22 +400,20 @@ def _queue_growing(series: Series, params: dict[str, float], _contexts: _Context
         end = start
         while end + 1 < len(samples) and samples[end + 1].waiting >= samples[end].waiting:
             end += 1
-        found = _flat_growth(samples[start : end + 1], params)
-        if found is not None:
-            first, last = found
+        begin = _flat_growth(samples[start : end + 1], params)
+        if begin is not None:
+            first, last = samples[start + begin], samples[end]
             message = (
                 f"waiting requests {first.waiting} → {last.waiting} {_span_text(first, last, None)} "
                 f"while running stayed at {last.running}"
             )
-            count = samples.index(last) - samples.index(first) + 1
-            yield first.span, first.line, last.line, count, message
+            yield first.span, first.line, last.line, end - start - begin + 1, message
         start = end + 1
 
 
-def _flat_growth(
-    run: Sequence[StatsSample], params: dict[str, float]
-) -> tuple[StatsSample, StatsSample] | None:
-    """The longest tail of a non-decreasing-waiting run whose running count is flat and that grew."""
+def _flat_growth(run: Sequence[StatsSample], params: dict[str, float]) -> int | None:
+    """Where the longest tail of a non-decreasing-waiting run begins whose running count is flat and
+    that grew; None when there is none."""
     if len(run) < params["min_samples"] or run[-1].waiting - run[0].waiting < params["min_growth"]:
         return None
     # Walk back from the end while the running count stays within the flat band of its peak.
@@ -398,7 +435,7 @@ def _flat_growth(
         or tail[-1].waiting - tail[0].waiting < params["min_growth"]
     ):
         return None
-    return tail[0], tail[-1]
+    return begin
 
 
 def _preemptions(series: Series, params: dict[str, float], _contexts: _Contexts) -> Iterable[Detected]:
@@ -498,6 +535,7 @@ def prefailure_record(
     bounds: list[tuple[int, int]],
     finding: Finding,
     catalog: HealthCatalog,
+    offsets: LineOffsets | None = None,
 ) -> PreFailureRecord | None:
     """The stats of the run in the window before `finding`'s death; None without stats there."""
     death = finding.line
@@ -505,7 +543,8 @@ def prefailure_record(
     candidates = [s for s in series if s.run == run and any(x.line < death for x in s.samples)]
     if not candidates:
         return None
-    death_time = _line_time(index, death)
+    offsets = offsets or LineOffsets(index, {})
+    death_time = _line_time(index, offsets(death))
     windows = [_window(s, death, death_time, catalog) for s in candidates]
     windows = [w for w in windows if w]
     if not windows:
@@ -522,7 +561,8 @@ def prefailure_record(
         seconds = max(0.0, death_time - window[0].time)
     warnings = [w for w in chosen_series.preemption_warnings if window[0].line <= w.line < death]
     preempted = sum(s.preemptions or 0 for s in window) + _warned_count(warnings)
-    success_line, success_time = _last_success(index, bounds[run][0] if run is not None else 0, death)
+    run_start = offsets(bounds[run][0]) if run is not None else 0
+    success_line, success_time = _last_success(index, run_start, offsets(death))
     since = None
     if success_time is not None and death_time is not None and death_time >= success_time:
         since = death_time - success_time
@@ -585,23 +625,20 @@ _SUCCESS_LITERALS = ('" 200 OK', '" 200 ', "Finished request")
 _STAMP_LOOKBACK = 50
 
 
-def _last_success(index: LogIndex, run_first_line: int, death: int) -> tuple[int | None, float | None]:
-    """The last successful request before the death (line, time as seconds), searched backwards."""
-    lo = index.line_start(run_first_line)
-    hi = index.line_start(death)
+def _last_success(index: LogIndex, lo: int, hi: int) -> tuple[int | None, float | None]:
+    """The last successful request in [lo, hi) (offsets): its line and time (seconds)."""
     best = -1
     for literal in _SUCCESS_LITERALS:
         best = max(best, index.rfind(literal, lo, hi))
     if best < 0:
         return None, None
-    line = index.line_of(best)
-    return line, _line_time(index, line, lookback=_STAMP_LOOKBACK)
+    start = index.line_start_at(best)
+    return index.line_of(start), _line_time(index, start, lookback=_STAMP_LOOKBACK)
 
 
-def _line_time(index: LogIndex, line: int, lookback: int = 5) -> float | None:
-    """The time printed on `line`, else on the nearest line before it that has one."""
-    start = index.line_start(line)
-    for _, text in [(line, index.line_at(start, 2000)), *index.iter_lines_back(start, line, lookback)]:
+def _line_time(index: LogIndex, start: int, lookback: int = 5) -> float | None:
+    """The time printed on the line starting at offset `start`, else on the nearest one before it."""
+    for _, text in [(0, index.line_at(start, 2000)), *index.iter_lines_back(start, 0, lookback)]:
         parsed = parse_line(0, text)
         time, _ = read_time(text, parsed.message_col or len(text))
         if time is not None:

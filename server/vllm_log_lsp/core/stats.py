@@ -83,6 +83,7 @@ class StatsSample:
     prefix_hit_rate: float | None = None  # percent
     preemptions: int | None = None  # V1: requests preempted during this interval
     deferred: int | None = None
+    offset: int = -1  # where the line starts in the text (-1: not known)
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,7 @@ def scan_stats(index: LogIndex, scan: StatsScan | None = None, begin: int = 0) -
             index.remember(start, number)
         line_no = index.line_of(start) if number is None else number
         raw = index.slice(start, min(index.line_end_at(start), start + _MAX_LINE))
-        _read_line(scan, clock, line_no, raw)
+        _read_line(scan, clock, line_no, raw, start)
     return scan
 
 
@@ -152,11 +153,11 @@ def parse_stats_line(line_no: int, raw: str) -> StatsSample | None:
     return scan.samples[0] if scan.samples else None
 
 
-def _read_line(scan: StatsScan, clock: _Clock, line_no: int, raw: str) -> None:
+def _read_line(scan: StatsScan, clock: _Clock, line_no: int, raw: str, offset: int = -1) -> None:
     line = parse_line(line_no, raw)
     message = line.message
     if STATS_LITERAL in message:
-        sample = _sample(line_no, line.text, message, line.message_col, clock)
+        sample = _sample(line_no, line.text, message, line.message_col, clock, offset)
         if sample is not None:
             scan.samples.append(sample)
     elif PREEMPTION_LITERAL in message and (found := _PREEMPTED.search(message)):
@@ -173,15 +174,19 @@ def _read_line(scan: StatsScan, clock: _Clock, line_no: int, raw: str) -> None:
             scan.samples[-1] = replace(previous, prefix_hit_rate=float(found.group("gpu")))
 
 
-def _sample(line_no: int, text: str, message: str, message_col: int, clock: _Clock) -> StatsSample | None:
+def _sample(
+    line_no: int, text: str, message: str, message_col: int, clock: _Clock, offset: int = -1
+) -> StatsSample | None:
     head = _HEAD.search(message)
     if head is None:
         return None
+    fields = head.groupdict()
     values: dict[str, str] = {}
     for part in message[head.end() :].split(", "):
         found = _PART.match(part.strip().rstrip("."))
         if found:
-            values.setdefault(found.group("name"), found.group("value"))
+            name, value = found.groups()
+            values.setdefault(name, value)
     kv_device, kv_usage = None, None
     for name, value in values.items():
         if (name.endswith(" KV cache usage") and name != "CPU KV cache usage") or name == "KV cache usage":
@@ -191,10 +196,10 @@ def _sample(line_no: int, text: str, message: str, message_col: int, clock: _Clo
     if kv_usage is None and cpu is not None and "CPU KV cache usage" in values:
         kv_device, kv_usage, cpu = "CPU", float(cpu), None  # the CPU backend's only cache
     engine = (
-        f"Engine {int(head.group('engine')):03d}"
-        if head.group("engine")
-        else f"{head.group('engines')} Engines Aggregated"
-        if head.group("engines")
+        f"Engine {int(fields['engine']):03d}"
+        if fields["engine"]
+        else f"{fields['engines']} Engines Aggregated"
+        if fields["engines"]
         else "engine"
     )
     start_col = text.find(head.group(0))
@@ -207,17 +212,18 @@ def _sample(line_no: int, text: str, message: str, message_col: int, clock: _Clo
         time=time,
         stamp=stamp,
         engine=engine,
-        prompt_throughput=float(head.group("prompt")),
-        generation_throughput=float(head.group("generation")),
-        running=int(head.group("running")),
-        waiting=int(head.group("waiting")),
-        swapped=_int(head.group("swapped")),
+        prompt_throughput=float(fields["prompt"]),
+        generation_throughput=float(fields["generation"]),
+        running=int(fields["running"]),
+        waiting=int(fields["waiting"]),
+        swapped=_int(fields["swapped"]),
         kv_usage=kv_usage,
         kv_device=kv_device,
         cpu_kv_usage=None if cpu is None else float(cpu),
         prefix_hit_rate=_float(values.get("Prefix cache hit rate")),
         preemptions=_int(values.get("Preemptions")),
         deferred=_int(values.get("Deferred")),
+        offset=offset,
     )
 
 
