@@ -52,10 +52,12 @@ def occurrences(site: Site, op: FixOp) -> int:
             in_json += isinstance(obj, dict) and op.key in obj
         return dotted + in_json
     assert isinstance(site, PythonSite)
-    keywords = [k for k in site.call.keywords if k.arg == op.kwarg]
+    # the call's own keywords and those of the literal `**` mappings it unpacks
+    keywords = [k.value for k in site.call.keywords if k.arg == op.kwarg]
+    keywords += [v for m in site.unpacked.mappings if (v := m.value(op.kwarg or "")) is not None]
     if op.op != "merge_json" or not keywords:
         return len(keywords)
-    value = keywords[0].value
+    value = keywords[0]
     if isinstance(value, ast.Dict):
         return sum(isinstance(k, ast.Constant) and k.value == op.key for k in value.keys)
     return sum(k.arg == op.key for k in getattr(value, "keywords", []))
@@ -129,13 +131,17 @@ def assert_local(text: str, result: FixResult, site: Site, ops: list[FixOp]) -> 
     text = to_lf(text)
     edits = diff_edits(text, to_lf(result.new_text))
     lines = LineIndex(text)
-    inside_start = lines.line_start(site.start)  # `VAR=1 ` prefixes go before the command
-    inside_end = lines.line_end(site.end) + 1  # a new line after the last one starts here
+    # `VAR=1 ` prefixes go before the command; a new line after the last one starts at its end.
+    # The invocation includes what defines it elsewhere: a `**` mapping, a shell array, a call.
+    inside = [
+        (lines.line_start(start), lines.line_end(end) + 1)
+        for start, end in [(site.start, site.end), *site.extra_regions()]
+    ]
     env_names = [op.name for op in ops if op.op == "set_env"]
     for edit in edits:
         start = lines.offset(edit.start_line, edit.start_col)
         end = lines.offset(edit.end_line, edit.end_col)
-        if inside_start <= start and end <= inside_end:
+        if any(a <= start and end <= b for a, b in inside):
             continue
         assert env_names, f"flag edit outside the invocation: {edit}"
         whole_lines = start == end and (edit.start_col == 0 or edit.new_text.startswith("\n"))

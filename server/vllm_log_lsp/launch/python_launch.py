@@ -1,7 +1,9 @@
 """Python `LLM(...)`, `EngineArgs(...)` and `AsyncEngineArgs(...)` calls.
 
 Located with `ast` (exact node ranges) in files that import vLLM; trailing commas and comments
-between arguments are read with `tokenize`. Flags become keyword arguments (`--max-num-seqs`
+between arguments are read with `tokenize`. Keyword arguments that come through `**mapping`
+are read and edited in the mapping when it is a literal in the file (`python_kwargs`); a
+keyword an opaque mapping might hold is never added (it would raise `TypeError`). Flags become keyword arguments (`--max-num-seqs`
 → `max_num_seqs=128`, a switch → `enforce_eager=True`, a JSON key → an entry of the
 `compilation_config={...}` dict, or a keyword of `CompilationConfig(...)`).
 
@@ -24,6 +26,7 @@ from ..core.model import FixOp
 from ..core.values import json_value
 from ..core.versions import Version
 from .argv import get_path, same_value
+from .python_kwargs import Mapping, unpacked
 from .sites import OpPlan, Site
 from .text import Edit, LineIndex
 
@@ -147,6 +150,7 @@ class PythonSite(Site):
         self.start, self.end = pos.start(call), pos.end(call)
         self.label = f"{self.entry}(...) at line {call.lineno}"
         self.keywords = {k.arg: k for k in call.keywords if k.arg}
+        self.unpacked = unpacked(tree, call, text)
         self.quote = self._quote_style()
 
     # -- reading ------------------------------------------------------------------------------
@@ -159,8 +163,19 @@ class PythonSite(Site):
                     return first
         return '"'
 
+    def _keyword_values(self) -> dict[str, ast.expr]:
+        """Every keyword the call gets, from `**` literal mappings and its own arguments."""
+        values: dict[str, ast.expr] = {}
+        for mapping in self.unpacked.mappings:
+            values.update({key: node for key in mapping.names() if (node := mapping.value(key)) is not None})
+        values.update({name: keyword.value for name, keyword in self.keywords.items()})
+        return values
+
+    def extra_regions(self) -> list[tuple[int, int]]:
+        return [(self.pos.start(m.node), self.pos.end(m.node)) for m in self.unpacked.mappings]
+
     def model(self) -> str | None:
-        node = self.keywords["model"].value if "model" in self.keywords else None
+        node = self._keyword_values().get("model")
         if node is None and self.call.args:
             node = self.call.args[0]
         ok, value = _literal(node)
@@ -168,10 +183,10 @@ class PythonSite(Site):
 
     def flags(self) -> dict[str, str]:
         out: dict[str, str] = {}
-        for name, keyword in self.keywords.items():
-            ok, value = _literal(keyword.value)
+        for name, node in self._keyword_values().items():
+            ok, value = _literal(node)
             flag = "--" + name.replace("_", "-")
-            out[flag] = _as_text(value) if ok else ast.get_source_segment(self.text, keyword.value) or ""
+            out[flag] = _as_text(value) if ok else ast.get_source_segment(self.text, node) or ""
         return out
 
     def env(self) -> dict[str, str]:
@@ -180,15 +195,15 @@ class PythonSite(Site):
     def current(self, op: FixOp) -> str | None:
         if op.op == "set_env":
             return self.env().get(op.name)
-        keyword = self.keywords.get(op.kwarg or "")
-        if keyword is None:
+        node = self._keyword_values().get(op.kwarg or "")
+        if node is None:
             return None
-        ok, value = _literal(keyword.value)
+        ok, value = _literal(node)
         if op.op == "merge_json":
             if isinstance(value, dict):
                 found = get_path(value, op.key or "")
                 return None if found is None else _as_text(found)
-            return self._config_call_value(keyword.value, op.key or "")
+            return self._config_call_value(node, op.key or "")
         return _as_text(value) if ok else None
 
     def _config_call_value(self, node: ast.AST, key: str) -> str | None:
@@ -205,11 +220,33 @@ class PythonSite(Site):
         if op.op == "set_env":
             return self._plan_env(op.name, value or "")
         kwarg = op.kwarg or ""
-        if op.op == "add_flag":
-            return self._plan_keyword(self.call, kwarg, True)
-        if op.op == "set_flag":
-            return self._plan_keyword(self.call, kwarg, flag_literal(value or ""))
-        return self._plan_merge(kwarg, op.key or "", flag_literal(value or ""))
+        if op.op == "merge_json":
+            return self._plan_merge(kwarg, op.key or "", flag_literal(value or ""))
+        wanted = True if op.op == "add_flag" else flag_literal(value or "")
+        if kwarg in self.keywords or not (self.unpacked.mappings or self.unpacked.opaque):
+            return self._plan_keyword(self.call, kwarg, wanted)
+        mapping = self._mapping_with(kwarg)
+        if mapping is None and self.unpacked.opaque:
+            return self._opaque(kwarg)
+        return self._plan_in_mapping(mapping or self.unpacked.mappings[-1], kwarg, wanted)
+
+    def _mapping_with(self, key: str) -> Mapping | None:
+        """The last literal `**` mapping that has `key` (the one Python would complain about)."""
+        return next((m for m in reversed(self.unpacked.mappings) if m.value(key) is not None), None)
+
+    def _opaque(self, kwarg: str) -> str:
+        sources = ", ".join(self.unpacked.opaque)
+        return (
+            f"{self.label} also gets keyword arguments from {sources}; adding {kwarg}= could "
+            f"repeat one of them (TypeError: multiple values); set {kwarg} there by hand"
+        )
+
+    def _plan_in_mapping(self, mapping: Mapping, key: str, wanted: object) -> OpPlan | str:
+        """Set `key` (dotted: nested) in a literal mapping, adding it when it is missing."""
+        if isinstance(mapping.node, ast.Dict):
+            return self._plan_dict_key(mapping.node, key, wanted, mapping.name)
+        head, _, rest = key.partition(".")
+        return self._plan_keyword(mapping.node, head, _nest(rest, wanted))
 
     def _plan_keyword(self, call: ast.Call, name: str, wanted: object) -> OpPlan | str:
         keyword = next((k for k in call.keywords if k.arg == name), None)
@@ -229,12 +266,19 @@ class PythonSite(Site):
 
     def _plan_merge(self, kwarg: str, key: str, wanted: object) -> OpPlan | str:
         keyword = self.keywords.get(kwarg)
-        if keyword is None:
-            nested = _nest(key, wanted)
-            return self._plan_keyword(self.call, kwarg, nested)
-        node = keyword.value
+        where = kwarg
+        if keyword is not None:
+            node = keyword.value
+        elif (mapping := self._mapping_with(kwarg)) is not None:
+            node, where = mapping.value(kwarg), f"{mapping.name}[{kwarg!r}]"  # type: ignore[assignment]
+        elif self.unpacked.opaque:
+            return self._opaque(kwarg)
+        elif self.unpacked.mappings:
+            return self._plan_in_mapping(self.unpacked.mappings[-1], f"{kwarg}.{key}", wanted)
+        else:
+            return self._plan_keyword(self.call, kwarg, _nest(key, wanted))
         if isinstance(node, ast.Dict):
-            return self._plan_dict_key(node, key, wanted, kwarg)
+            return self._plan_dict_key(node, key, wanted, where)
         if isinstance(node, ast.Call) and "." not in key:
             return self._plan_keyword(node, key, wanted)
         segment = ast.get_source_segment(self.text, node)

@@ -99,6 +99,11 @@ class Site:
         """File edits making the op true, or a reason why it cannot be done here."""
         raise NotImplementedError
 
+    def extra_regions(self) -> list[tuple[int, int]]:
+        """Offset ranges outside the invocation that define part of it (a `**` mapping, a shell
+        array): its edits may land there."""
+        return []
+
     def invocation(self, path: str, index: int, lines: LineIndex) -> Invocation:
         flags = self.flags()
         sl, sc = lines.position(self.start)
