@@ -149,7 +149,7 @@ def fix_text(
             return skipped(f"no value can be computed for {op.name}", invocation)
         if advice is not None and not same_value(value, advice):
             safer[len(intended)] = advice
-        plan = site.plan(op, value, version)
+        plan = site.plan(op, value, version, _logged(op, context))
         if isinstance(plan, str):
             return skipped(plan, invocation)
         intended.append((op, value))
@@ -265,6 +265,13 @@ def log_value_for(op: FixOp, context: RunContext | None) -> str | None:
     if found is None:
         return None
     return found if isinstance(found, str) else json.dumps(found)
+
+
+def _logged(op: FixOp, context: RunContext | None) -> bool | None:
+    """Whether the log shows the crashed run set the op's flag (None: the log lists no args)."""
+    if context is None or not context.args:
+        return None
+    return log_value_for(op, context) is not None
 
 
 def _parse_mapping(text: str | None) -> dict | None:

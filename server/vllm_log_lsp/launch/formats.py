@@ -14,7 +14,7 @@ from .shell import (
     check_shell,
     logical_lines,
     parse_shell,
-    scan_shell,
+    scan_script,
     shell_sites,
     shifted,
     without_prompt,
@@ -84,7 +84,8 @@ def parse_sites(path: str, text: str, docs: bool = False) -> tuple[Format | None
             raise Malformed(f"cannot parse Dockerfile: {exc}") from exc
     if kind == "shell":
         smap = SourceMap.identity(text)
-        sites = shell_sites(text, smap, "shell", scan_shell(text), env_mode="file")
+        commands, lexed = scan_script(text)
+        sites = shell_sites(text, smap, "shell", commands, env_mode="file", lexed=lexed)
         if not sites and _VLLM_COMMAND.search(text) and (bad := check_shell(text)):
             # The vLLM line itself does not parse: say so, rather than finding nothing.
             raise Malformed(bad)

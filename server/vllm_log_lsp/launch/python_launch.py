@@ -216,7 +216,9 @@ class PythonSite(Site):
 
     # -- planning -----------------------------------------------------------------------------
 
-    def plan(self, op: FixOp, value: str | None, version: Version | None) -> OpPlan | str:
+    def plan(
+        self, op: FixOp, value: str | None, version: Version | None, logged: bool | None = None
+    ) -> OpPlan | str:
         if op.op == "set_env":
             return self._plan_env(op.name, value or "")
         kwarg = op.kwarg or ""

@@ -25,7 +25,7 @@ import bashlex.errors
 from ..core.tools import find_program
 from .argv import docker_env_uses, find_entry
 from .model import Format
-from .shell_lex import lex_shell
+from .shell_lex import ArrayAssignment, FunctionBody, Lexed, lex_shell
 from .sites import Arg, ArgvSite, EnvTarget, OpPlan, Site, join_words, quote_like
 from .text import Edit, LineIndex, SourceMap
 
@@ -62,7 +62,12 @@ def parse_shell(text: str) -> list[ShellCommand]:
 
 
 def scan_shell(text: str) -> list[ShellCommand]:
-    """The executed simple commands of a script, in order; never fails.
+    """The executed simple commands of a script, in order; never fails (see `scan_script`)."""
+    return scan_script(text)[0]
+
+
+def scan_script(text: str) -> tuple[list[ShellCommand], Lexed]:
+    """The executed simple commands of a script, in order, and its lexical facts; never fails.
 
     Here-documents and comments are blanked first (`shell_lex`), so a usage text is never a
     command. When bashlex cannot parse the whole script (it lacks arrays, `case`, `[[ … ]]` …)
@@ -72,7 +77,7 @@ def scan_shell(text: str) -> list[ShellCommand]:
     lexed = lex_shell(text)
     code = lexed.code
     try:
-        return parse_shell(code)
+        return parse_shell(code), lexed
     except Exception:  # bashlex lacks some bash and fails variously
         pass
     commands: list[ShellCommand] = []
@@ -85,7 +90,7 @@ def scan_shell(text: str) -> list[ShellCommand]:
         except Exception:  # bashlex raises assorted errors on odd input
             continue
         commands.extend(shifted(c, start) for c in parsed)
-    return commands
+    return commands, lexed
 
 
 def logical_lines(text: str) -> list[tuple[int, str]]:
@@ -213,6 +218,10 @@ class ShellRenderer:
     def multiline(self) -> bool:
         return "\\\n" in self.text[self.command.start : self.command.end]
 
+    def separator(self, arg: Arg) -> str:
+        """What goes before a new argument after `arg`: a continuation line or a blank."""
+        return " \\\n" + self._continuation_indent(arg.start) if self.multiline else " "
+
     def replace(self, arg: Arg, value: str) -> Edit:
         source = self.text[arg.start : arg.end]
         head = _shared_head(arg.value, value)
@@ -223,8 +232,7 @@ class ShellRenderer:
 
     def insert_after(self, arg: Arg, values: Sequence[str]) -> Edit:
         # multi-line commands get a new continuation line, indented like the others
-        separator = " \\\n" + self._continuation_indent(arg.start) if self.multiline else " "
-        return self.smap.to_file(Edit(arg.end, arg.end, separator + join_words(values)))
+        return self.smap.to_file(Edit(arg.end, arg.end, self.separator(arg) + join_words(values)))
 
     def insert_before(self, arg: Arg, values: Sequence[str]) -> Edit:
         words = join_words(values)
@@ -243,6 +251,19 @@ class ShellRenderer:
             return line[: len(line) - len(line.lstrip())]
         first = self.lines.line_text(self.command.start)
         return first[: len(first) - len(first.lstrip())] + "    "
+
+
+@dataclass
+class ArrayRenderer(ShellRenderer):
+    """Argument edits inside an array assignment `ARGS=(…)`; new elements on their own line
+    when the array is written one element group per line."""
+
+    def separator(self, arg: Arg) -> str:
+        body = self.text[self.command.start : self.command.end]
+        if "\n" not in body.strip("\n"):
+            return " "
+        line = self.lines.line_text(arg.start)
+        return "\n" + line[: len(line) - len(line.lstrip())]
 
 
 def _shared_head(old: str, new: str) -> str:
@@ -348,12 +369,15 @@ def shell_sites(
     env_mode: EnvMode = "file",
     outer_env: EnvTarget | None = None,
     image_entry: bool = False,
+    lexed: Lexed | None = None,
 ) -> list[Site]:
     """Sites for every command in `commands` that starts vLLM.
 
     `outer_env`: the environment belongs to an enclosing format (a compose service's
     `environment:`), so it is used instead of shell exports. `image_entry`: the words are
-    arguments to a vLLM image's entrypoint.
+    arguments to a vLLM image's entrypoint. `lexed` (a whole script): arguments are read
+    where they are defined — `"${ARGS[@]}"` in the array's assignment, a function's `"$@"`
+    at each call of the function (one site per call).
     """
     sites: list[Site] = []
     exports: list[Word] = []
@@ -363,33 +387,123 @@ def shell_sites(
         _remember_assignments(command, values, exports, variables)
         if values and values[0] in _TEXT_COMMANDS:
             continue
-        entry = find_entry(values, image_entry=image_entry)
-        if entry is None:
+        if find_entry(values, image_entry=image_entry) is None:
             continue
-        renderer = ShellRenderer(text, smap, command)
-        args = [Arg(w.value, w.start, w.end, renderer) for w in command.words]
-        env: EnvTarget
-        if entry.kind == "docker run" and entry.image_index is not None:
-            env = DockerRunEnv(args, entry.image_index, docker_env_uses(values, entry))
-        elif outer_env is not None:
-            env = outer_env
-        else:
-            env = ShellEnv(text, smap, command, list(exports), env_mode)
-        lines = LineIndex(text)
-        start = smap.offsets[command.start]
-        sites.append(
-            ArgvSite(
+        for args, extra, label in _launches(text, smap, command, commands, lexed):
+            argv = [a.value for a in args]
+            entry = find_entry(argv, image_entry=image_entry)
+            if entry is None:
+                continue
+            env: EnvTarget
+            if entry.kind == "docker run" and entry.image_index is not None:
+                env = DockerRunEnv(args, entry.image_index, docker_env_uses(argv, entry))
+            elif outer_env is not None:
+                env = outer_env
+            else:
+                env = ShellEnv(text, smap, command, list(exports), env_mode)
+            site = ArgvSite(
                 fmt=fmt,
-                label=f"line {lines.position(command.start)[0] + 1}",
-                start=start,
+                label=label,
+                start=smap.offsets[command.start],
                 end=smap.offsets[command.end],
                 args=args,
                 entry_info=entry,
                 env_target=env,
                 variables=dict(variables),
+                extra=extra,
             )
-        )
+            sites.append(site)
     return sites
+
+
+_ALL_POSITIONAL = frozenset({"$@", "$*", "${@}", "${*}"})
+_POSITIONAL = re.compile(r"\$(\d)|\$\{(\d)\}")
+_ARRAY_REF = re.compile(r"\$\{(\w+)\[@\]\}")
+_SHIFTS = re.compile(r"(?:^|[\s;&|(])(?:shift|set[ \t]+--)(?=[\s;&|)]|$)")
+
+Launch = tuple[list[Arg], list[tuple[int, int]], str]
+
+
+def _launches(
+    text: str, smap: SourceMap, command: ShellCommand, commands: list[ShellCommand], lexed: Lexed | None
+) -> list[Launch]:
+    """The argument vectors this command runs with: (args, where else they are defined, label)."""
+    lines = LineIndex(text)
+    line = lines.position(command.start)[0] + 1
+    renderer = ShellRenderer(text, smap, command)
+    own = [Arg(w.value, w.start, w.end, renderer) for w in command.words]
+    variants: list[Launch] = [(own, [], f"line {line}")]
+    function = lexed.function_at(command.start) if lexed is not None else None
+    if function is not None and lexed is not None and _forwards_arguments(own, function, lexed):
+        calls = [
+            c
+            for c in commands
+            if c.words
+            and c.words[0].value == function.name
+            and not function.start <= c.start < function.body_end
+        ]
+        if calls:
+            variants = [
+                (
+                    _substitute(
+                        own,
+                        [
+                            Arg(w.value, w.start, w.end, ShellRenderer(text, smap, call))
+                            for w in call.words[1:]
+                        ],
+                    ),
+                    [(smap.offsets[call.start], smap.offsets[call.end])],
+                    f"line {lines.position(call.start)[0] + 1} ({function.name}, line {line})",
+                )
+                for call in calls
+            ]
+    if lexed is None:
+        return variants
+    return [_with_arrays(args, extra, label, text, smap, lexed) for args, extra, label in variants]
+
+
+def _forwards_arguments(args: list[Arg], function: FunctionBody, lexed: Lexed) -> bool:
+    """Whether the command passes on the function's arguments (and the function keeps them)."""
+    uses = any(a.value in _ALL_POSITIONAL or _POSITIONAL.fullmatch(a.value) for a in args)
+    return uses and not _SHIFTS.search(lexed.code, function.body_start, function.body_end)
+
+
+def _substitute(own: list[Arg], passed: list[Arg]) -> list[Arg]:
+    """The command's arguments with `"$@"` and `"$1"` … replaced by a call's arguments."""
+    out: list[Arg] = []
+    for arg in own:
+        number = _POSITIONAL.fullmatch(arg.value)
+        if arg.value in _ALL_POSITIONAL:
+            out.extend(passed)
+        elif number and (n := int(number.group(1) or number.group(2))) > 0:
+            out.extend(passed[n - 1 : n])
+        else:
+            out.append(arg)
+    return out
+
+
+def _with_arrays(
+    args: list[Arg], extra: list[tuple[int, int]], label: str, text: str, smap: SourceMap, lexed: Lexed
+) -> Launch:
+    """`"${ARGS[@]}"` replaced by the elements of `ARGS=(…)` when the script assigns it once."""
+    out: list[Arg] = []
+    extra = list(extra)
+    for arg in args:
+        ref = _ARRAY_REF.fullmatch(arg.value)
+        assigned = [a for a in lexed.arrays if ref and a.name == ref.group(1)]
+        if len(assigned) != 1 or assigned[0].append:
+            out.append(arg)  # unknown or built up piece by piece: it stays opaque
+            continue
+        array = assigned[0]
+        renderer = _array_renderer(text, smap, array)
+        out.extend(Arg(w.value, w.start, w.end, renderer) for w in array.elements)
+        extra.append((smap.offsets[array.start], smap.offsets[array.close_at + 1]))
+    return out, extra, label
+
+
+def _array_renderer(text: str, smap: SourceMap, array: ArrayAssignment) -> ArrayRenderer:
+    words = [Word(w.value, w.start, w.end) for w in array.elements]
+    return ArrayRenderer(text, smap, ShellCommand(words, [], array.open_at + 1, array.close_at))
 
 
 def _remember_assignments(

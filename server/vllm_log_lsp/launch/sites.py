@@ -95,8 +95,13 @@ class Site:
         """The value this invocation gives the op's target now (None when unset)."""
         raise NotImplementedError
 
-    def plan(self, op: FixOp, value: str | None, version: Version | None) -> OpPlan | str:
-        """File edits making the op true, or a reason why it cannot be done here."""
+    def plan(
+        self, op: FixOp, value: str | None, version: Version | None, logged: bool | None = None
+    ) -> OpPlan | str:
+        """File edits making the op true, or a reason why it cannot be done here.
+
+        `logged`: whether the log shows the crashed run set the op's flag (None: unknown).
+        """
         raise NotImplementedError
 
     def extra_regions(self) -> list[tuple[int, int]]:
@@ -147,6 +152,8 @@ class NoEnv:
 
 
 _VAR_REF = re.compile(r"\$(\w+)|\$\{(\w+)\}")
+#: Words that expand to arguments this file does not show: `"$@"`, `"${ARGS[@]}"`.
+_OPAQUE = re.compile(r"\$\{?[@*]\}?|\$\{\w+\[[@*]\]\}")
 
 
 @dataclass
@@ -162,6 +169,7 @@ class ArgvSite(Site):
     env_target: EnvTarget
     variables: dict[str, str] = field(default_factory=dict)  # shell variables for `$MODEL`
     image: str | None = None  # the container image, when the format names one
+    extra: list[tuple[int, int]] = field(default_factory=list)  # see `extra_regions`
     parsed: VllmArgs = field(init=False)
 
     def __post_init__(self) -> None:
@@ -184,16 +192,41 @@ class ArgvSite(Site):
         return self.env_target.values()
 
     def model(self) -> str | None:
-        return self._expand(self.parsed.model)
+        model = self.parsed.model
+        return None if model is not None and _OPAQUE.fullmatch(model) else self._expand(model)
+
+    def extra_regions(self) -> list[tuple[int, int]]:
+        return list(self.extra)
+
+    def opaque_words(self) -> list[str]:
+        """The words of the vLLM arguments that expand to arguments not in this file."""
+        words = [a.value for a in self.args[self.parsed.start : self.parsed.end]]
+        return list(dict.fromkeys(w for w in words if _OPAQUE.fullmatch(w)))
 
     def current(self, op: FixOp) -> str | None:
         if op.op == "set_env":
             return self.env_target.values().get(op.name)
         return self._expand(current_value(self.parsed, op))
 
-    def plan(self, op: FixOp, value: str | None, version: Version | None) -> OpPlan | str:
+    def plan(
+        self, op: FixOp, value: str | None, version: Version | None, logged: bool | None = None
+    ) -> OpPlan | str:
         if op.op == "set_env":
             return self.env_target.plan_set(op.name, value or "")
+        hidden = self.opaque_words()
+        if hidden and op.op != "add_flag" and current_value(self.parsed, op) is None and logged is not False:
+            # the flag may come through those words: a second one would override it unseen
+            target = f"{op.name}.{op.key}" if op.op == "merge_json" else op.name
+            words = ", ".join(hidden)
+            if logged:
+                return (
+                    f"the logged run's {target} is not in {self.label}: it comes through {words}; "
+                    "set it where those arguments are given"
+                )
+            return (
+                f"{self.label} passes on {words}, which may already set {target}; "
+                "set it where those arguments are given"
+            )
         planned = plan_flag_op(self.parsed, op, value, version)
         if isinstance(planned, str):
             return planned
