@@ -19,17 +19,28 @@ flag_spellings = st.sampled_from(["--max-num-seqs", "--max_num_seqs"])
 joiners = st.sampled_from([" ", "="])
 quotes = st.sampled_from(["", "'", '"'])
 names = st.text(alphabet="abcdefghijklmnop_", min_size=1, max_size=8)
+line_ends = st.sampled_from(["\n", "\r\n"])
 json_values = st.one_of(st.integers(-5, 5), st.booleans(), st.text("ABCxyz", max_size=5))
 
 
 @FAST
-@given(old=numbers, new=numbers, flag=flag_spellings, joiner=joiners, quote=quotes, lines=st.booleans())
+@given(
+    old=numbers,
+    new=numbers,
+    flag=flag_spellings,
+    joiner=joiners,
+    quote=quotes,
+    lines=st.booleans(),
+    eol=line_ends,
+)
 def test_shell_flag_set_once_whatever_the_spelling(
-    old: str, new: str, flag: str, joiner: str, quote: str, lines: bool
+    old: str, new: str, flag: str, joiner: str, quote: str, lines: bool, eol: str
 ) -> None:
     separator = " \\\n  " if lines else " "
     text = f"vllm serve org/m{separator}{flag}{joiner}{quote}{old}{quote}{separator}--port 8000\n"
-    check_fix("run.sh", text, [FixOp("set_flag", "--max-num-seqs", ValueSpec(literal=new))])
+    check_fix(
+        "run.sh", text.replace("\n", eol), [FixOp("set_flag", "--max-num-seqs", ValueSpec(literal=new))]
+    )
 
 
 @FAST
@@ -51,8 +62,9 @@ def test_json_merge_keeps_every_other_key(existing: dict, compact: bool, key: st
     flow=st.booleans(),
     quote=st.sampled_from(["", "'", '"']),
     equals=st.booleans(),
+    eol=line_ends,
 )
-def test_yaml_args_any_style(old: str, new: str, flow: bool, quote: str, equals: bool) -> None:
+def test_yaml_args_any_style(old: str, new: str, flow: bool, quote: str, equals: bool, eol: str) -> None:
     items = ["m", f"--max-num-seqs={old}"] if equals else ["m", "--max-num-seqs", old]
     if not equals and not quote:
         items[-1] = f'"{old}"'  # numbers must be strings in Kubernetes
@@ -65,7 +77,9 @@ def test_yaml_args_any_style(old: str, new: str, flow: bool, quote: str, equals:
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n"
         "    - name: c\n      image: vllm/vllm-openai\n" + args
     )
-    check_fix("pod.yaml", text, [FixOp("set_flag", "--max-num-seqs", ValueSpec(literal=new))])
+    check_fix(
+        "pod.yaml", text.replace("\n", eol), [FixOp("set_flag", "--max-num-seqs", ValueSpec(literal=new))]
+    )
 
 
 @FAST
@@ -74,8 +88,11 @@ def test_yaml_args_any_style(old: str, new: str, flow: bool, quote: str, equals:
     multiline=st.booleans(),
     trailing_comma=st.booleans(),
     value=numbers,
+    eol=line_ends,
 )
-def test_python_call_any_layout(kwargs: list[str], multiline: bool, trailing_comma: bool, value: str) -> None:
+def test_python_call_any_layout(
+    kwargs: list[str], multiline: bool, trailing_comma: bool, value: str, eol: str
+) -> None:
     args = ["model='m'", *kwargs]
     if multiline:
         body = "".join(f"    {a},\n" for a in args)
@@ -84,7 +101,9 @@ def test_python_call_any_layout(kwargs: list[str], multiline: bool, trailing_com
     else:
         call = f"llm = LLM({', '.join(args)}{',' if trailing_comma else ''})\n"
     text = "from vllm import LLM\n\n" + call
-    check_fix("run.py", text, [FixOp("set_flag", "--max-num-seqs", ValueSpec(literal=value))])
+    check_fix(
+        "run.py", text.replace("\n", eol), [FixOp("set_flag", "--max-num-seqs", ValueSpec(literal=value))]
+    )
 
 
 @settings(max_examples=200, deadline=None)

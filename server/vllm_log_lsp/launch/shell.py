@@ -81,9 +81,10 @@ def scan_script(text: str) -> tuple[list[ShellCommand], Lexed]:
     except Exception:  # bashlex lacks some bash and fails variously
         pass
     commands: list[ShellCommand] = []
+    functions = {f.name for f in lexed.functions}  # their calls may pass vLLM flags
     for start, end in lexed.lines:
         chunk = code[start:end]
-        if not _worth_parsing(chunk):
+        if not _worth_parsing(chunk, functions):
             continue
         try:
             parsed = parse_shell(chunk)
@@ -111,9 +112,11 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def _worth_parsing(chunk: str) -> bool:
+def _worth_parsing(chunk: str, functions: set[str]) -> bool:
     stripped = chunk.lstrip()
-    return "vllm" in chunk.lower() or stripped.startswith("export ") or bool(re.match(r"\w+=", stripped))
+    if "vllm" in chunk.lower() or stripped.startswith("export ") or re.match(r"\w+=", stripped):
+        return True
+    return stripped.split(None, 1)[0] in functions if stripped else False
 
 
 def shifted(command: ShellCommand, offset: int) -> ShellCommand:
