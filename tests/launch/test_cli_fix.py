@@ -159,3 +159,14 @@ def test_write_keeps_crlf_line_ends(tmp_path, capsys) -> None:
     again = serve.read_bytes().decode()
     assert code == 1 and again.count("\r\n") == again.count("\n") == fixed.count("\n") + 1
     assert "--port 8000 \\\r\n    --gpu-memory-utilization 0.85 2>&1 | tee server.log\r\n" in again
+
+
+def test_naming_a_readme_is_the_opt_in_for_documentation(tmp_path, capsys) -> None:
+    """Discovery leaves docs alone by default; `--fix README.md` asks for that very file."""
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "# Serve\n\nRun vllm serve when ready.\n\n```bash\nvllm serve m --max-model-len 32768\n```\n"
+    )
+    code, out, _ = check_fix(capsys, str(CRASH / "011.log"), "--fix", str(readme), "--write")
+    assert code == 1 and "+vllm serve m --max-model-len 10224" in out
+    assert readme.read_text().startswith("# Serve\n\nRun vllm serve when ready.\n")
