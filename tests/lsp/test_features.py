@@ -35,6 +35,23 @@ async def test_hover_on_root_cause_explains_it(client):
     close(client, uri)
 
 
+async def test_hover_says_why_this_line_and_what_else_was_considered(client):
+    uri = fresh_uri("why.log")
+    text = "\n".join(
+        [
+            "(EngineCore_DP0 pid=10) ERROR 09-01 10:00:00 [core.py:700] TimeoutError: RPC call to execute_model timed out.",
+            "(Worker_TP1 pid=12) ERROR 09-01 10:00:01 [multiproc_executor.py:600] ValueError: bad shape for layer 3",
+            "(EngineCore_DP0 pid=10) ERROR 09-01 10:00:02 [core.py:710] EngineCore encountered a fatal error.",
+        ]
+    )
+    await open_log(client, uri, text + "\n")
+    hover = await hover_text(client, uri, 1, 80)
+    assert hover is not None and "#### Why this line" in hover
+    why = hover.split("#### Why this line", 1)[1]
+    assert "confidence" in why and "not line 1" in why and "timeout" in why
+    close(client, uri)
+
+
 async def test_hover_range_is_the_exception_span(client):
     encoding = encoding_of(client)
     text = fixture_text("crash-unicode-compose.log")
