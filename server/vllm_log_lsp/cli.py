@@ -475,8 +475,7 @@ def cmd_serve(args: argparse.Namespace, catalog: Catalog) -> int:
     from .lsp.server import run_server
 
     if args.tcp is None:
-        run_server("stdio")
-        return 0
+        return run_server("stdio")  # 1 when the client exits without shutdown (LSP)
     host, port = args.tcp
     try:
         port = port or free_port(host)

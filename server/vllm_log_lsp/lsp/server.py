@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sys
+import threading
 from types import ModuleType
+from typing import Any, BinaryIO
 
 from lsprotocol import types
 from pygls import uris
 from pygls.exceptions import FeatureRequestError
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from ..core.catalog import Catalog, builtin_catalog
 from . import code_actions, commands, configuration, hover, navigation, outline, sync
+from .framing import FrameReader, serve_frames
 from .pipeline import Pipeline
 from .positions import NEWLINE_ONLY_CLIENTS, UTF16
 from .safety import log_to_client
@@ -41,6 +47,7 @@ class VllmLogServer(LanguageServer):
         self.pending_messages: list[str] = []
         self.client_name: str | None = None  # InitializeParams.clientInfo.name
         self.pipeline = Pipeline(self)
+        self.exit_code = 0
 
     # -- what the client negotiated ------------------------------------------------------------
     @property
@@ -95,6 +102,30 @@ class VllmLogServer(LanguageServer):
         matches = [f for f in self.workspace_folders if uri.startswith(f.rstrip("/") + "/")]
         return max(matches, key=len) if matches else None
 
+    # -- transport -----------------------------------------------------------------------------
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serve over stdio with bounded frames and an answer to every request (see `framing`);
+        `exit_code` is what the client's `exit` asked for (0 after `shutdown`, else 1)."""
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        reader = FrameReader(stdin or sys.stdin.buffer)
+        self.exit_code = 1  # the stream ending without `shutdown` and `exit` is not a clean stop
+        try:
+            self.exit_code = asyncio.run(
+                serve_frames(self.protocol, reader, self._stop_event, self.thread_pool, self.send_error)
+            )
+        except BrokenPipeError:
+            logging.getLogger("vllm_log_lsp").error("the client closed the connection; stopping")
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.shutdown()
+
+    def send_error(self, msg_id: Any, code: int, message: str) -> None:
+        """A JSON-RPC error response (`msg_id` None when the request's id could not be read)."""
+        error = {"code": code, "message": f"vllm-log-lsp: {message}"}
+        self.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
     def report_server_error(self, error: Exception, source: object) -> None:
         """Out-of-band errors go to the log, not to pop-ups (pygls would show a message).
         Request errors already reach the client in their error response."""
@@ -111,15 +142,17 @@ def create_server() -> VllmLogServer:
     return server
 
 
-def run_server(transport: str = "stdio", host: str | None = None, port: int | None = None) -> None:
-    """Serve over `stdio` (default), `tcp` (HOST:PORT) or `ws` (websockets)."""
+def run_server(transport: str = "stdio", host: str | None = None, port: int | None = None) -> int:
+    """Serve over `stdio` (default), `tcp` (HOST:PORT) or `ws` (websockets); the exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     server = create_server()
     if transport == "stdio":
         server.start_io()
+        return server.exit_code
     elif transport == "tcp":
         server.start_tcp(host or "127.0.0.1", port or 2087)
     elif transport in ("ws", "websocket"):
         server.start_ws(host or "127.0.0.1", port or 2087)
     else:
         raise ValueError(f"unknown transport {transport!r}: use stdio, tcp or ws")
+    return 0
