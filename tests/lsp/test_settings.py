@@ -93,3 +93,14 @@ async def test_pull_configuration_per_folder(profile):
         change_configuration(client, None)
         diagnostics = await wait_published(client, uri, count=2)
         assert (135, SEV.Hint) in severities(diagnostics)
+
+
+@pytest.mark.parametrize("profile", CLIENTS)
+async def test_numbers_out_of_range_are_refused_naming_the_key(profile):
+    """`maxFileSizeMB: 1e308` used to be taken, and every analysis then failed with OverflowError."""
+    options = {"vllmLog": {"maxFileSizeMB": 1e308, "debounceMs": 1e12}}
+    async with started(profile, options) as client:
+        assert await messages_matching(client, "vllmLog.maxFileSizeMB")
+        assert await messages_matching(client, "vllmLog.debounceMs")
+        diagnostics = await open_log(client, fresh_uri("032.log"), fixture_text("crash-032.log"))
+        assert (159, SEV.Error) in severities(diagnostics)  # analysed with the default limit

@@ -76,16 +76,28 @@ def _bool(value: Any) -> bool:
     raise _Bad(f"expected true or false, got {value!r}")
 
 
-def _positive_number(value: Any) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        return float(value)
-    raise _Bad(f"expected a positive number, got {value!r}")
+#: The largest document size limit accepted (MB): beyond any log an editor can hold, and small enough
+#: that the limit in characters stays an ordinary integer (1e308 MB overflowed every analysis).
+MAX_FILE_SIZE_MB = 100_000.0
+MAX_DEBOUNCE_MS = 60_000
+
+
+def _number_between(value: Any, low: float, high: float, what: str, low_open: bool = False) -> float:
+    """A real number in [low, high] (or (low, high]); NaN, infinities, booleans and strings are refused."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+        if (number > low if low_open else number >= low) and number <= high:  # False for NaN
+            return number
+    low_bracket = "(" if low_open else "["
+    raise _Bad(f"expected {what} in {low_bracket}{low:g}, {high:g}], got {value!r}")
+
+
+def _file_size_mb(value: Any) -> float:
+    return _number_between(value, 0, MAX_FILE_SIZE_MB, "a size in MB", low_open=True)
 
 
 def _milliseconds(value: Any) -> int:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 60_000:
-        return int(value)
-    raise _Bad(f"expected milliseconds between 0 and 60000, got {value!r}")
+    return int(_number_between(value, 0, MAX_DEBOUNCE_MS, "milliseconds"))
 
 
 def _strings(value: Any) -> tuple[str, ...]:
@@ -109,7 +121,7 @@ _VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "precursors": _bool,
     "severity_overrides": _severities,
     "extra_rule_files": _strings,
-    "max_file_size_mb": _positive_number,
+    "max_file_size_mb": _file_size_mb,
     "launch_include": _strings,
     "launch_exclude": _strings,
     "launch_docs": _bool,
