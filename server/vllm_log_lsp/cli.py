@@ -593,6 +593,8 @@ def load_catalog(paths: list[str]) -> Catalog | None:
     if catalog.errors:
         error("the rule files above have errors; fix them or leave them out")
         return None
+    for problem in catalog.warnings:
+        print(f"vllm-log-lsp: rule warning: {problem}", file=sys.stderr)
     return catalog
 
 

@@ -6,6 +6,7 @@ Each test starts a server of its own (settings are per server), once per client 
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 from lsprotocol import types
@@ -104,3 +105,35 @@ async def test_numbers_out_of_range_are_refused_naming_the_key(profile):
         assert await messages_matching(client, "vllmLog.debounceMs")
         diagnostics = await open_log(client, fresh_uri("032.log"), fixture_text("crash-032.log"))
         assert (159, SEV.Error) in severities(diagnostics)  # analysed with the default limit
+
+
+@pytest.mark.parametrize("profile", CLIENTS)
+async def test_rule_files_apply_to_their_own_folder_only(profile):
+    """Folder A's `rules.extraFiles` diagnose A's logs; folder B's logs keep the built-in catalog."""
+    folder_a, folder_b = "file:///work/a", "file:///work/b"
+    options = [
+        {"workspace": folder_a, "rules": {"extraFiles": [str(FIXTURES / "rules-good.toml")]}},
+        {"workspace": folder_b, "diagnostics": {"precursors": True}},
+    ]
+    async with started(profile, options, folders=[folder_a, folder_b]) as client:
+        in_a = await open_log(client, f"{folder_a}/logs/031.log", fixture_text("crash-031.log"))
+        in_b = await open_log(client, f"{folder_b}/logs/031.log", fixture_text("crash-031.log"))
+        assert [d.code for d in in_a if d.range.start.line == 24] == ["user-sigbus"]
+        assert [d.code for d in in_b if d.range.start.line == 24] not in ([], ["user-sigbus"])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+@pytest.mark.parametrize("profile", CLIENTS[:1])
+async def test_rule_files_that_are_fifos_or_devices_never_block_the_server(profile, tmp_path):
+    os.mkfifo(tmp_path / "rules.toml")
+    (tmp_path / "zero.toml").symlink_to("/dev/zero")
+    files = [str(tmp_path / "rules.toml"), str(tmp_path / "zero.toml"), "/dev/stdin"]
+
+    async def session() -> None:
+        async with started(profile, {"rules": {"extraFiles": files}}) as client:
+            diagnostics = await open_log(client, fresh_uri("032.log"), fixture_text("crash-032.log"))
+            assert (159, SEV.Error) in severities(diagnostics)
+            for name in ("rules.toml", "zero.toml", "/dev/stdin"):
+                assert await messages_matching(client, name), name
+
+    await asyncio.wait_for(session(), 60)

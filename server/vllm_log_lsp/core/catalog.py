@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .linearity import USER_CHECK_LENGTH, refusal
 from .model import PHASES, Fix, FixOp, ValueSpec
+from .source import LogReadError, read_regular_text
 from .versions import in_range
 
 if sys.version_info >= (3, 11):
@@ -39,6 +41,12 @@ try:  # `regex` gives time limits; the stdlib engine is the fallback (e.g. in a 
 except ImportError:  # pragma: no cover - depends on the environment
     _engine = stdlib_re  # type: ignore[assignment]
     HAS_TIMEOUTS = False
+
+#: User rule files: only regular files (never a FIFO, a device or `/dev/stdin`), at most this big.
+MAX_RULE_FILE_BYTES = 1 << 20
+#: Without `regex` (no time limits) a user pattern searches at most this much of a line: the length
+#: `linearity.refusal` checked it at.
+USER_TEXT_LIMIT = USER_CHECK_LENGTH
 
 #: Seconds a single regex search may take before it is abandoned.
 USER_REGEX_TIMEOUT = 0.05
@@ -79,12 +87,13 @@ class Pattern:
     compile at load time so that errors are reported with their file and line.
     """
 
-    __slots__ = ("_compiled", "source", "timeout")
+    __slots__ = ("_compiled", "limit", "source", "timeout")
 
-    def __init__(self, source: str, timeout: float, compiled: Any = None) -> None:
+    def __init__(self, source: str, timeout: float, compiled: Any = None, limit: int | None = None) -> None:
         self.source = source
         self.timeout = timeout
         self._compiled = compiled
+        self.limit = limit  # without time limits, only this many characters are searched
 
     @property
     def compiled(self) -> Any:
@@ -96,6 +105,8 @@ class Pattern:
         try:
             if HAS_TIMEOUTS:
                 return self.compiled.search(text, timeout=self.timeout)
+            if self.limit is not None:
+                text = text[: self.limit]
             return self.compiled.search(text)
         except TimeoutError:
             return None
@@ -183,6 +194,7 @@ class Catalog:
 
     markers: dict[str, list[Marker]] = field(default_factory=dict)
     errors: list[CatalogError] = field(default_factory=list)
+    warnings: list[CatalogError] = field(default_factory=list)  # rules that load but may mislead
     _rules: list[Rule] = field(default_factory=list)
     _pending: list[tuple[str, str]] = field(default_factory=list)  # built-in rule files not parsed yet
     # The language server classifies in several threads; files must be added in priority order.
@@ -309,12 +321,21 @@ def _compile_all(
         errors.append(CatalogError(where, line, "patterns must be a string or a list of strings"))
         return ()
     patterns = []
+    user = timeout == USER_REGEX_TIMEOUT
     for source in sources:
         try:
             # Built-in regexes are checked by the test suite; users' are checked here.
-            patterns.append(compile_pattern(source, timeout, eager=timeout == USER_REGEX_TIMEOUT))
+            pattern = compile_pattern(source, timeout, eager=user)
         except Exception as err:  # regex.error / re.error
             errors.append(CatalogError(where, line, f"regex {source!r} does not compile: {err}"))
+            continue
+        if user and not HAS_TIMEOUTS:
+            # No time limit to stop a catastrophic pattern (the VS Code bundle has no `regex`).
+            if (why := refusal(source)) is not None:
+                errors.append(CatalogError(where, line, f"regex {source!r} refused without `regex`: {why}"))
+                continue
+            pattern.limit = USER_TEXT_LIMIT
+        patterns.append(pattern)
     return tuple(patterns)
 
 
@@ -509,6 +530,87 @@ def _parse_markers(
     return markers
 
 
+# -- what a user rule file may hold (unknown keys are mistakes: `sampels`, `[[rule.fixes]]`) -----
+USER_FILE_KEYS = frozenset({"rule", "signature"})
+RULE_KEYS = frozenset(
+    {
+        "id", "title", "family", "match", "summary", "explanation", "message", "frames", "context",
+        "phases", "frames_or_phases", "evidence", "fix", "samples", "references", "vllm_messages",
+        "next_steps", "sample_frames", "sample_context", "sample_phase", "signatures",
+    }
+)  # fmt: skip
+FIX_KEYS = frozenset({"title", "kind", "ops", "detail", "versions", "references"})
+OP_KEYS = frozenset(
+    {"op", "name", "key", "value", "capture", "base_capture", "derive", "default", "minimum", "maximum"}
+)
+SIGNATURE_KEYS = frozenset({"match", "evidence"})
+
+
+def _key_line(text: str, key: str, after: int | None) -> int | None:
+    """Line of `key = ...` (also inside an inline table) or `[[rule.key]]`, first at or after line
+    `after`; else the first anywhere; else `after`."""
+    pattern = stdlib_re.compile(rf"(?:^|[\s{{,.\[])\"?{stdlib_re.escape(key)}\"?[ \t]*(?:=|\]\]?)")
+    lines = text.split("\n")
+    start = max((after or 1) - 1, 0)
+    for number in [*range(start, len(lines)), *range(start)]:
+        if pattern.search(lines[number]):
+            return number + 1
+    return after
+
+
+def _unknown(
+    table: Any, allowed: frozenset[str], what: str, text: str, where: str, line: int | None
+) -> list[CatalogError]:
+    if not isinstance(table, dict):
+        return []
+    expected = ", ".join(sorted(allowed))
+    return [
+        CatalogError(
+            where, _key_line(text, key, line), f"unknown key {key!r} in {what} (expected one of: {expected})"
+        )
+        for key in table
+        if key not in allowed
+    ]
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def file_unknown_keys(data: dict[str, Any], text: str, where: str) -> list[CatalogError]:
+    """Unknown top-level and signature keys of a user rule file, each with its file:line."""
+    errors = _unknown(data, USER_FILE_KEYS, "the file", text, where, None)
+    signatures = data.get("signature")
+    for name, signature in signatures.items() if isinstance(signatures, dict) else ():
+        line = _line_of(text, f"[signature.{name}]")
+        errors += _unknown(signature, SIGNATURE_KEYS, f"signature {name!r}", text, where, line)
+    return errors
+
+
+def rule_unknown_keys(raw: dict[str, Any], text: str, where: str) -> list[CatalogError]:
+    """Unknown keys of one [[rule]], its [[rule.fix]] tables and their ops."""
+    rule_id = raw.get("id")
+    line = _line_of(text, f'"{rule_id}"') if rule_id else None
+    errors = _unknown(raw, RULE_KEYS, f"rule {rule_id!r}", text, where, line)
+    for fix in _as_list(raw.get("fix")):
+        errors += _unknown(fix, FIX_KEYS, f"a fix of rule {rule_id!r}", text, where, line)
+        for op in _as_list(fix.get("ops")) if isinstance(fix, dict) else []:
+            errors += _unknown(op, OP_KEYS, f"a fix op of rule {rule_id!r}", text, where, line)
+    return errors
+
+
+def _own_samples_fail(rule: Rule, where: str) -> CatalogError | None:
+    """A user rule whose own samples its `match` patterns do not find is wrong: say which."""
+    _, _, line = rule.source.rpartition(":")
+    for number, sample in enumerate(rule.samples, 1):
+        if not any(p.search(sample) for p in rule.match):
+            message = (
+                f"rule {rule.id!r}: sample {number} does not match its `match` patterns: {sample[:120]!r}"
+            )
+            return CatalogError(where, int(line) if line.isdigit() else None, message)
+    return None
+
+
 def load_rule_text(
     text: str, where: str, *, user: bool = False
 ) -> tuple[list[Rule], dict[str, list[Marker]], list[CatalogError]]:
@@ -524,6 +626,8 @@ def load_rule_text(
         return [], {}, [CatalogError(where, line, f"invalid TOML: {err}")]
     timeout = USER_REGEX_TIMEOUT if user else BUILTIN_REGEX_TIMEOUT
     rules = []
+    if user:
+        errors.extend(file_unknown_keys(data, text, where))
     raw_rules = data.get("rule", [])
     if not isinstance(raw_rules, list):
         return [], {}, [CatalogError(where, None, "`rule` must be an array of tables ([[rule]])")]
@@ -534,7 +638,15 @@ def load_rule_text(
         if not isinstance(raw, dict):
             errors.append(CatalogError(where, None, "each [[rule]] must be a table"))
             continue
+        # A user rule with a misspelt key, or with a sample its own patterns miss, would silently do
+        # something else than its author meant: it is rejected (as lnav does for its formats).
+        if user and (misspelt := rule_unknown_keys(raw, text, where)):
+            errors.extend(misspelt)
+            continue
         rule = _parse_rule(raw, where, text, timeout, errors, signatures)
+        if rule and user and (failed := _own_samples_fail(rule, where)) is not None:
+            errors.append(failed)
+            continue
         if rule:
             rules.append(rule)
     markers = {} if user else _parse_markers(data, where, text, errors)
@@ -587,14 +699,52 @@ def build_catalog(builtin: Iterable[tuple[str, str]], user: Iterable[tuple[str, 
 
 
 def catalog_with_user_files(paths: Iterable[str | Path]) -> Catalog:
-    """The built-in catalog plus user rule files; unreadable files become errors."""
+    """The built-in catalog plus user rule files; unreadable files become errors.
+
+    Only regular files of at most MAX_RULE_FILE_BYTES are read (a FIFO would block forever,
+    `/dev/zero` never ends, `/dev/stdin` is the language server's own protocol stream).
+    """
     user: list[tuple[str, str]] = []
     errors: list[CatalogError] = []
     for path in paths:
         try:
-            user.append((str(path), Path(path).read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError) as err:
+            user.append((str(path), read_regular_text(str(path), MAX_RULE_FILE_BYTES)))
+        except (OSError, LogReadError) as err:
             errors.append(CatalogError(str(path), None, f"cannot read rule file: {err}"))
     catalog = build_catalog(_builtin_files(), user)
     catalog.errors[:0] = errors
+    catalog.warnings.extend(broad_rule_warnings(catalog))
     return catalog
+
+
+#: User rules checked against the built-in samples (the check costs rules x samples searches).
+BROAD_CHECK_RULES = 200
+
+
+def broad_rule_warnings(catalog: Catalog) -> list[CatalogError]:
+    """A user rule that matches the samples of built-in causes other than the one it replaces
+    (same id) takes those crashes from them: `match = ['Error']` hides every built-in diagnosis."""
+    rules = catalog.rules
+    builtin = [r for r in rules if r.source.startswith("catalog/")]
+    user = [r for r in rules if not r.source.startswith("catalog/")][:BROAD_CHECK_RULES]
+    warnings = []
+    for rule in user:
+        taken = sorted(
+            {
+                b.id
+                for b in builtin
+                if b.id != rule.id and any(p.search(x) for p in rule.match for x in b.samples)
+            }
+        )
+        if taken:
+            where, _, line = rule.source.rpartition(":")
+            shown = ", ".join(taken[:5]) + (f" and {len(taken) - 5} more" if len(taken) > 5 else "")
+            message = (
+                f"rule {rule.id!r} also matches the samples of {len(taken)} built-in cause(s) ({shown}): "
+                "it is tried first and takes those crashes; narrow its `match`, or give it the id of "
+                "the built-in cause it replaces"
+            )
+            warnings.append(
+                CatalogError(where or rule.source, int(line) if line.isdigit() else None, message)
+            )
+    return warnings

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pygls import uris
 
 from ..core.analyze import Analyzer
+from ..core.catalog import Catalog
 from ..core.model import PHASE_TITLES
 from ..core.source import open_log
 from ..core.text import decode_log
@@ -75,13 +76,15 @@ def summary(uri: str, result: AnalysisResult) -> dict[str, Any]:
     }
 
 
-def _read_and_analyze(server: VllmLogServer, path: Path, settings) -> tuple[str, AnalysisResult]:
+def _read_and_analyze(
+    server: VllmLogServer, path: Path, settings, catalog: Catalog
+) -> tuple[str, AnalysisResult]:
     # The CLI's safe opening: regular files only, compressed and UTF-16 logs decoded, binary refused.
     source = open_log(str(path))
     text, decoding = decode_log(bytes(source.data))
     warnings = list(dict.fromkeys(source.warnings + decoding))
     # An explicit request: analyse whatever the size (the limit guards automatic analysis).
-    analyzer = Analyzer(server.catalog)
+    analyzer = Analyzer(catalog)
     newline_only = server.newline_only_lines
     return text, compute(
         analyzer, text, None, settings, tuple(warnings), enforce_limit=False, newline_only=newline_only
@@ -110,8 +113,9 @@ async def report_html(server: VllmLogServer, arg: Any) -> str:
         if not path.exists():  # anything else (a FIFO, a device) is refused by open_log, with why
             raise FileNotFoundError(f"{REPORT}: no such file: {path}")
         settings = server.settings.for_uri(uri)
+        catalog = await server.catalogs.for_uri(uri)
         _, result = await loop.run_in_executor(
-            server.pipeline.executor, _read_and_analyze, server, path, settings
+            server.pipeline.executor, _read_and_analyze, server, path, settings, catalog
         )
     return await loop.run_in_executor(
         server.pipeline.executor, render_report, str(path), result.text, result.analysis, server.catalog
@@ -138,9 +142,10 @@ def register(server: VllmLogServer) -> None:
         if not path.exists():  # anything else (a FIFO, a device) is refused by open_log, with why
             raise FileNotFoundError(f"{ANALYZE_FILE}: no such file: {path}")
         settings = server.settings.for_uri(uri)
+        catalog = await server.catalogs.for_uri(uri)
         loop = asyncio.get_running_loop()
         text, result = await loop.run_in_executor(
-            server.pipeline.executor, _read_and_analyze, server, path, settings
+            server.pipeline.executor, _read_and_analyze, server, path, settings, catalog
         )
         state = DocumentState(
             uri=uri,

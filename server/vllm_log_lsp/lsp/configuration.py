@@ -1,8 +1,10 @@
 """Settings from `initializationOptions` and `workspace/didChangeConfiguration`.
 
-On every change the effective settings of each document are recomputed; if the user rule files
-changed, the catalog is rebuilt (its errors are shown, naming file:line) and every log is
-analysed again with it; otherwise diagnostics are re-rendered from the cached analyses.
+On every change the effective settings of each document are recomputed and every log is analysed
+again. Each document gets the catalog of its own rule files (`rules.extraFiles` of its folder,
+relative paths resolved against that folder): a folder's rules never apply to another folder's logs.
+Catalogs are loaded in a worker thread, never on the event loop (a FIFO, 10,000 rules), once per
+set of files; their errors and warnings are shown, naming file:line.
 When a client sends an empty `didChangeConfiguration` (the "pull" model), the `vllmLog` section
 is requested with `workspace/configuration`.
 """
@@ -19,30 +21,82 @@ from pygls import uris
 from ..core.catalog import Catalog, builtin_catalog, catalog_with_user_files
 from ..core.tools import distrust
 from .safety import log_to_client
-from .settings import SECTION, SettingsSet, parse_settings
+from .settings import SECTION, parse_settings
 
 if TYPE_CHECKING:
     from .server import VllmLogServer
 
 
-def rule_files(settings: SettingsSet, root_path: str | None) -> tuple[str, ...]:
-    """All user rule files of all folders, relative paths resolved against their folder."""
+def resolve_rule_files(names: tuple[str, ...], base: str | None) -> tuple[str, ...]:
+    """User rule files, relative paths resolved against `base` (the document's workspace folder)."""
     files: list[str] = []
-    pairs = [(root_path, settings.default)] + [
-        (uris.to_fs_path(folder), s) for folder, s in settings.folders.items()
-    ]
-    for base, s in pairs:
-        for name in s.extra_rule_files:
-            path = Path(name).expanduser()
-            if not path.is_absolute() and base:
-                path = Path(base) / path
-            if str(path) not in files:
-                files.append(str(path))
+    for name in names:
+        path = Path(name).expanduser()
+        if not path.is_absolute() and base:
+            path = Path(base) / path
+        if str(path) not in files:
+            files.append(str(path))
     return tuple(files)
 
 
 def load_catalog(files: tuple[str, ...]) -> Catalog:
     return catalog_with_user_files(files) if files else builtin_catalog()
+
+
+class Catalogs:
+    """The catalog of each set of rule files, loaded once, in a worker thread."""
+
+    def __init__(self, server: VllmLogServer) -> None:
+        self.server = server
+        self._loading: dict[tuple[str, ...], asyncio.Future[Catalog]] = {}
+
+    def files_for(self, uri: str) -> tuple[str, ...]:
+        """The rule files that apply to the document `uri`: its folder's settings, its folder's paths."""
+        folder = self.server.folder_of(uri)
+        base = uris.to_fs_path(folder) if folder else self.server.root_path
+        return resolve_rule_files(self.server.settings.for_uri(uri).extra_rule_files, base)
+
+    def get(self, files: tuple[str, ...]) -> asyncio.Future[Catalog]:
+        if files not in self._loading:
+            loop = asyncio.get_running_loop()
+            if files:
+                future = loop.run_in_executor(self.server.pipeline.executor, load_catalog, files)
+                future.add_done_callback(self._report)
+            else:
+                future = loop.create_future()
+                future.set_result(builtin_catalog())
+            self._loading[files] = future
+        return self._loading[files]
+
+    async def for_uri(self, uri: str) -> Catalog:
+        return await self.get(self.files_for(uri))
+
+    def loaded_for(self, uri: str) -> Catalog:
+        """The document's catalog if it is loaded, else the built-in one (never waits)."""
+        future = self._loading.get(self.files_for(uri))
+        if future is not None and future.done() and not future.exception():
+            return future.result()
+        return builtin_catalog()
+
+    def forget_unused(self, keep: set[tuple[str, ...]]) -> None:
+        """Drop catalogs no document or folder uses any more (their files may have changed too)."""
+        for files in list(self._loading):
+            if files not in keep:
+                del self._loading[files]
+
+    def _report(self, future: asyncio.Future[Catalog]) -> None:
+        if future.cancelled():
+            return
+        if (err := future.exception()) is not None:
+            log_to_client(
+                self.server, f"vllm-log: loading rule files failed: {err!r}", types.MessageType.Error
+            )
+            return
+        catalog = future.result()
+        show_errors(self.server, [f"vllm-log rule file {err}" for err in catalog.errors])
+        show_errors(
+            self.server, [f"vllm-log rule file {w}" for w in catalog.warnings], types.MessageType.Warning
+        )
 
 
 def show_errors(server: VllmLogServer, errors: list[str], kind=types.MessageType.Error) -> None:
@@ -52,21 +106,17 @@ def show_errors(server: VllmLogServer, errors: list[str], kind=types.MessageType
 
 
 async def apply_settings(server: VllmLogServer, raw: Any, *, reanalyse: bool = True) -> None:
-    """Parse and apply a settings payload; report bad keys and bad rule files."""
+    """Parse and apply a settings payload; report bad keys; start loading the rule files."""
     settings, errors = parse_settings(raw)
     show_errors(server, errors)
     server.settings = settings
-    files = rule_files(settings, server.root_path)
-    catalog_changed = files != server.rule_files
-    if catalog_changed:
-        loop = asyncio.get_running_loop()
-        catalog = await loop.run_in_executor(server.pipeline.executor, load_catalog, files)
-        show_errors(server, [f"vllm-log rule file {err}" for err in catalog.errors])
-        server.catalog, server.rule_files = catalog, files
+    in_use = {server.catalogs.files_for(state.uri) for state in server.documents}
+    in_use |= {server.catalogs.files_for(folder.rstrip("/") + "/") for folder in server.workspace_folders}
+    server.catalogs.forget_unused(in_use)  # a file named again is read again: it may have changed
+    for files in in_use:
+        server.catalogs.get(files)
     for state in server.documents:
         state.settings = settings.for_uri(state.uri)
-        if catalog_changed:
-            state.analyzer = None  # the next analysis starts over with the new catalog
         if not (reanalyse and state.served) or state.from_disk:
             if state.from_disk and state.result is not None:
                 server.pipeline.publish(state)
@@ -96,23 +146,21 @@ def register(server: VllmLogServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(params: types.InitializeParams) -> None:
         server.client_name = params.client_info.name if params.client_info else None
-        # Parsed now so that documents opened right after `initialized` get the right settings;
-        # messages wait for `initialized` (the client may not show them before).
         # Programs (rg, grep, bash) are never looked up in a workspace folder.
         distrust(p for folder in server.workspace_folders if (p := uris.to_fs_path(folder)))
+        # Parsed now so that documents opened right after `initialized` get the right settings;
+        # messages wait for `initialized` (the client may not show them before). Rule files are
+        # not read here: initialize answers at once, whatever they hold.
         settings, errors = parse_settings(params.initialization_options)
         server.settings = settings
         server.pending_messages.extend(errors)
-        files = rule_files(settings, server.root_path)
-        if files:
-            server.catalog = load_catalog(files)
-            server.rule_files = files
-            server.pending_messages.extend(f"vllm-log rule file {err}" for err in server.catalog.errors)
 
     @server.feature(types.INITIALIZED)
     def initialized(params: types.InitializedParams) -> None:
         show_errors(server, server.pending_messages)
         server.pending_messages.clear()
+        for folder in server.workspace_folders or [""]:
+            server.catalogs.get(server.catalogs.files_for(folder.rstrip("/") + "/"))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(params: types.DidChangeConfigurationParams) -> None:

@@ -98,9 +98,12 @@ class Pipeline:
         async with state.lock:
             if not state.served or not self.is_current(state):
                 return None
+            catalog = await self.server.catalogs.for_uri(state.uri)  # loaded off the event loop
+            if not self.is_current(state):
+                return None
             version, text, settings = state.version, state.text, state.settings
-            if state.analyzer is None:
-                state.analyzer = Analyzer(self.server.catalog)
+            if state.analyzer is None or state.analyzer.catalog is not catalog:
+                state.analyzer = Analyzer(catalog)  # the rule files of its folder changed
             token = await self._begin_progress(state, text)
             try:
                 loop = asyncio.get_running_loop()

@@ -34,7 +34,8 @@ class VllmLogServer(LanguageServer):
 
     - `documents`: `DocumentStore` of `DocumentState` (see `state.py`), logs only;
     - `settings`: `SettingsSet` (global + per-folder `Settings`);
-    - `catalog`: the cause catalog (built-in plus `rules.extraFiles`);
+    - `catalog`: the built-in cause catalog (markers, the outline);
+    - `catalogs`: the catalog of each document's rule files (`configuration.Catalogs`);
     - `pipeline`: schedules analyses and publishes diagnostics.
     """
 
@@ -43,7 +44,7 @@ class VllmLogServer(LanguageServer):
         self.documents = DocumentStore()
         self.settings = SettingsSet()
         self.catalog: Catalog = builtin_catalog()
-        self.rule_files: tuple[str, ...] = ()
+        self.catalogs = configuration.Catalogs(self)
         self.pending_messages: list[str] = []
         self.client_name: str | None = None  # InitializeParams.clientInfo.name
         self.pipeline = Pipeline(self)
