@@ -152,3 +152,22 @@ def test_fixes_resolve_for_the_first_sample(rule) -> None:
             if uses_capture and op.value.literal is None and op.value.capture not in captures:
                 continue  # the value only exists when the log carries it
             assert resolved is not None, f"{fix.title}: {op.name} has no value"
+
+
+def test_patterns_compile_under_the_stdlib_engine() -> None:
+    """The catalog falls back to `re` where `regex` is missing (a bundled copy): every built-in
+    pattern must compile there too (no global flag mid-pattern, no duplicate group names)."""
+    bad = []
+    for rule in RULES:
+        for pattern in rule.match + rule.frames + rule.context + rule.evidence:
+            try:
+                re.compile(pattern.source)
+            except re.error as err:
+                bad.append(f"{rule.id}: {pattern.source!r}: {err}")
+    for kind, markers in CATALOG.markers.items():
+        for marker in markers:
+            try:
+                re.compile(marker.pattern.source)
+            except re.error as err:
+                bad.append(f"{kind} {marker.id}: {err}")
+    assert not bad, bad
