@@ -343,3 +343,31 @@ def test_adjacent_placeholders_are_alternatives(values: dict, expected: str | No
     from vllm_log_lsp.core.catalog import fill_placeholders
 
     assert fill_placeholders("No access ({url}{repo}), {n} tries", values) == expected
+
+
+CONNECTOR_FRAME = (
+    '  File "/x/vllm/distributed/kv_transfer/kv_connector/v1/p2p/p2p_nccl_engine.py", line 480, in send_async'
+)
+CONNECTOR_INFO = "(Worker_TP4 pid=1) INFO 03-16 00:50:11 [p2p_nccl_engine.py:226] ncclCommInitRank Success"
+
+
+@pytest.mark.parametrize(
+    ("frames", "window", "connector"),
+    [
+        (["/opt/LMCache/lmcache/v1/gpu_connector.py:to_gpu"], [], True),  # a frame of the traceback read
+        ([], [CONNECTOR_FRAME], True),  # a frame line near the root of a traceback broken apart
+        ([], [CONNECTOR_INFO], False),  # the connector merely in use
+    ],
+    ids=["frame", "frame-line", "info-line"],
+)
+def test_a_connector_failure_needs_a_connector_frame(frames, window, connector) -> None:
+    rule, _ = classify(
+        CATALOG, "AttributeError: 'NoneType' object has no attribute 'shape'", [], frames, window, "serving"
+    )
+    assert rule is not None and (rule.id == "kv-connector-failure") == connector
+
+
+def test_leaked_resources_at_shutdown_mean_a_kill() -> None:
+    text = "UserWarning: resource_tracker: There appear to be 2 leaked shared_memory objects to clean up at shutdown"
+    rule, captures = classify(CATALOG, text, [], [], [text], "model_loading")
+    assert rule is not None and rule.family == "process" and captures["count"] == "2"
