@@ -31,6 +31,7 @@ async def test_health_diagnostics_are_warnings_at_the_start_of_trouble(client):
         (v1_line_of(20), "throughput-collapse", SEV.Warning),
     ]
     [kv] = [d for d in diagnostics if d.code == "kv-cache-pressure"]
+    assert kv.message.endswith(f"(peak 99.9%) (lines {v1_line_of(7) + 1}–{v1_line_of(23) + 1})")
     line = v1_pressure_log().splitlines()[v1_line_of(7)]
     assert kv.range.start.character == line.index("Engine 000")  # the stats text, not the prefix
     assert [r.location.range.start.line for r in kv.related_information] == [v1_line_of(23)]

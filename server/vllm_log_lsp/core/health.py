@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,6 +75,11 @@ class HealthFinding:
     @property
     def line(self) -> int:
         return self.span.line
+
+    def lines_text(self, line_of: Callable[[int], int] = int) -> str:
+        """`line 34` or `lines 34–40`, 1-based, numbered by `line_of` (the reader's numbering)."""
+        first, last = line_of(self.first_line) + 1, line_of(self.last_line) + 1
+        return f"line {first}" if first == last else f"lines {first}–{last}"
 
 
 @dataclass(frozen=True)
@@ -403,9 +408,15 @@ def _queue_growing(series: Series, params: dict[str, float], _contexts: _Context
         begin = _flat_growth(samples[start : end + 1], params)
         if begin is not None:
             first, last = samples[start + begin], samples[end]
-            message = (
-                f"waiting requests {first.waiting} → {last.waiting} {_span_text(first, last, None)} "
-                f"while running stayed at {last.running}"
+            message = " ".join(
+                filter(
+                    None,
+                    [
+                        f"waiting requests {first.waiting} → {last.waiting}",
+                        _span_text(first, last, None),
+                        f"while running stayed at {last.running}",
+                    ],
+                )
             )
             yield first.span, first.line, last.line, end - start - begin + 1, message
         start = end + 1
@@ -451,7 +462,6 @@ def _preemptions(series: Series, params: dict[str, float], _contexts: _Contexts)
     if total < params["min_count"]:
         return
     first, last = events[0], events[-1]
-    where = f"line {first[0] + 1}" if first[0] == last[0] else f"lines {first[0] + 1}–{last[0] + 1}"
     if warnings:
         detail = f"{len(warnings)} preemption warning{'s' if len(warnings) != 1 else ''}"
         detail += f" (vLLM's cumulative count reached {max(w.cumulative for w in warnings)})"
@@ -459,7 +469,7 @@ def _preemptions(series: Series, params: dict[str, float], _contexts: _Contexts)
         detail = (
             f"{total} requests preempted in {len(events)} stats interval{'s' if len(events) != 1 else ''}"
         )
-    yield first[1], first[0], last[0], len(events), f"{detail}, {where}"
+    yield first[1], first[0], last[0], len(events), detail
 
 
 def _preempted_count(series: Series) -> int:
@@ -664,10 +674,8 @@ def _duration(seconds: float | None) -> str:
 
 def _span_text(first: StatsSample, last: StatsSample, count: int | None) -> str:
     if first.time is not None and last.time is not None and last.time > first.time:
-        return f"for {_duration(last.time - first.time)} (lines {first.line + 1}–{last.line + 1})"
-    if count:
-        return f"for {count} stats lines (lines {first.line + 1}–{last.line + 1})"
-    return f"over lines {first.line + 1}–{last.line + 1}"
+        return f"for {_duration(last.time - first.time)}"
+    return f"for {count} stats lines" if count else ""
 
 
 def sparkline(values: Sequence[float | None], top: float | None = None) -> str:

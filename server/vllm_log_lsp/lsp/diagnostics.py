@@ -104,7 +104,7 @@ def _health_diagnostic(
         severity = types.DiagnosticSeverity.Warning
     return types.Diagnostic(
         range=result.lines.range(item.span, encoding),
-        message=f"{item.title}: {item.message}",
+        message=f"{item.title}: {item.message} ({item.lines_text(result.lines.line)})",
         severity=severity,
         source=SOURCE,
         code=item.id,

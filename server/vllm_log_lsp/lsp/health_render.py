@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from lsprotocol import types
 
 from ..core.health import Health, HealthFinding, MetricChange, PreFailureRecord, sparkline
@@ -15,29 +17,32 @@ def _num(value: float | None) -> str:
     return f"{value:.1f}".rstrip("0").rstrip(".") if value % 1 else str(int(value))
 
 
-def _change_row(name: str, change: MetricChange | None, unit: str = "") -> str:
+LineOf = Callable[[int], int]
+
+
+def _change_row(name: str, change: MetricChange | None, unit: str, line_of: LineOf) -> str:
     if change is None:
         return f"| {name} | – | – | – | |"
     return (
         f"| {name} | {_num(change.first)}{unit} | {_num(change.last)}{unit} | "
-        f"{_num(change.peak)}{unit} (line {change.peak_line + 1}) | {change.trend} |"
+        f"{_num(change.peak)}{unit} (line {line_of(change.peak_line) + 1}) | {change.trend} |"
     )
 
 
-def prefailure_markdown(record: PreFailureRecord) -> str:
-    """The pre-failure record under a root cause's hover."""
+def prefailure_markdown(record: PreFailureRecord, line_of: LineOf = int) -> str:
+    """The pre-failure record under a root cause's hover (lines numbered by `line_of`)."""
     rows = [
         "| | first | last | peak | trend |",
         "|---|---|---|---|---|",
-        _change_row("KV cache usage", record.kv_usage, " %"),
-        _change_row("running", record.running),
-        _change_row("waiting", record.waiting),
-        _change_row("generation throughput", record.generation_throughput, " tok/s"),
-        _change_row("prompt throughput", record.prompt_throughput, " tok/s"),
+        _change_row("KV cache usage", record.kv_usage, " %", line_of),
+        _change_row("running", record.running, "", line_of),
+        _change_row("waiting", record.waiting, "", line_of),
+        _change_row("generation throughput", record.generation_throughput, " tok/s", line_of),
+        _change_row("prompt throughput", record.prompt_throughput, " tok/s", line_of),
     ]
     if record.prefix_hit_rate is not None:
-        rows.append(_change_row("prefix-cache hit rate", record.prefix_hit_rate, " %"))
-    where = f"stats lines {record.first_line + 1}–{record.last_line + 1}"
+        rows.append(_change_row("prefix-cache hit rate", record.prefix_hit_rate, " %", line_of))
+    where = f"stats lines {line_of(record.first_line) + 1}–{line_of(record.last_line) + 1}"
     engine = f", {record.engine} (most loaded of {record.engines})" if record.engines > 1 else ""
     parts = [
         "#### Before the death",
@@ -46,13 +51,13 @@ def prefailure_markdown(record: PreFailureRecord) -> str:
     ]
     parts.append("\n".join(rows))
     if record.last_success_line is not None:
-        parts.append(f"Last successful request: line {record.last_success_line + 1}.")
+        parts.append(f"Last successful request: line {line_of(record.last_success_line) + 1}.")
     return "\n\n".join(parts)
 
 
-def health_markdown(item: HealthFinding) -> str:
+def health_markdown(item: HealthFinding, line_of: LineOf = int) -> str:
     """A health finding: what the stats show, why it matters, the fixes in order."""
-    parts = [f"### Health: {item.title}", item.message, item.explanation]
+    parts = [f"### Health: {item.title}", f"{item.message} ({item.lines_text(line_of)}).", item.explanation]
     if item.fixes:
         rows = []
         for number, fix in enumerate(item.fixes, 1):
@@ -64,7 +69,7 @@ def health_markdown(item: HealthFinding) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def stats_markdown(series: Series, position: int, radius: int) -> str:
+def stats_markdown(series: Series, position: int, radius: int, line_of: LineOf = int) -> str:
     """A stats line's hover: its figures, and sparklines of KV usage and throughput around it."""
     sample = series.samples[position]
     lo, hi = max(0, position - radius), min(len(series.samples), position + radius + 1)
@@ -94,7 +99,7 @@ def stats_markdown(series: Series, position: int, radius: int) -> str:
             "```",
         ]
     )
-    span = f"stats lines {around[0].line + 1}–{around[-1].line + 1}"
+    span = f"stats lines {line_of(around[0].line) + 1}–{line_of(around[-1].line) + 1}"
     when = f" at {sample.stamp}" if sample.stamp else ""
     return "\n\n".join(
         [f"### Stats: {series.engine}{when}", " · ".join(figures), chart, f"{len(around)} samples, {span}."]

@@ -36,7 +36,7 @@ def register(server: VllmLogServer) -> None:
             previews = await fix_previews(server, params.text_document.uri, finding)
             sections.append(finding_markdown(finding, previews))
             record = health.record_for(finding.line) if health else None
-            sections += [prefailure_markdown(record)] if record else []
+            sections += [prefailure_markdown(record, result.lines.line)] if record else []
             span = span or finding.root
         for finding in result.findings_with_symptom(line):
             symptom = next(s for s in finding.symptoms if s.line == line)
@@ -50,11 +50,12 @@ def register(server: VllmLogServer) -> None:
         if health is not None:
             for item in health.findings:
                 if item.line == line:
-                    sections.append(health_markdown(item))
+                    sections.append(health_markdown(item, result.lines.line))
                     span = span or item.span
             if (found := health.sample_at(line)) is not None:
                 series, position = found
-                sections.append(stats_markdown(series, position, health_catalog().sparkline_radius))
+                radius = health_catalog().sparkline_radius
+                sections.append(stats_markdown(series, position, radius, result.lines.line))
                 span = span or series.samples[position].span
         if not sections:
             return None

@@ -32,7 +32,8 @@ def health_lines(
     previous: tuple = ()
     for item in health.findings if health is not None else ():
         label = warn("warning") if item.severity == "warning" else dim("note")
-        out.append(f"{path}:{line_of(item.line) + 1}: {label}: {item.id} — {item.title}: {item.message}")
+        head = f"{path}:{line_of(item.line) + 1}: {label}: {item.id} — {item.title}"
+        out.append(f"{head}: {item.message} ({item.lines_text(line_of)})")
         fixes = tuple((fix.title, fix.command_line) for fix in item.fixes)
         if fixes and fixes == previous:
             out.append("  fixes: as above")

@@ -373,7 +373,7 @@ def _downsample(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
 def _health_finding(item: HealthFinding) -> str:
     css = "warning" if item.severity == "warning" else "information"
     parts = [
-        f'<div class="finding {css}"><p><b>{escape(item.title)}</b> · line {item.line + 1} · '
+        f'<div class="finding {css}"><p><b>{escape(item.title)}</b> · {item.lines_text()} · '
         f"run {item.run + 1}, {escape(item.engine)}</p><p>{escape(item.message)}</p>"
     ]
     if item.fixes:
