@@ -167,3 +167,29 @@ def test_arguments_from_outside_the_file_are_not_guessed(text: str) -> None:
     assert "comes through" in refused(text, SEQS_128, WITH_SEQS)  # the log's value is not here
     assert "--max-num-seqs 128" in fixed(text, SEQS_128, context=WITHOUT_SEQS)
     assert "--enforce-eager" in fixed(text, EAGER)
+
+
+# -- strings split into words -----------------------------------------------------------------------
+STRING = 'VLLM_ARGS="--max-num-seqs 256 --port 8000"\nvllm serve m $VLLM_ARGS\n'
+
+
+def test_unquoted_string_variable_is_edited_in_its_string() -> None:
+    (inv,) = invocations_in_text("serve.sh", STRING)
+    assert inv.flags == {"--max-num-seqs": "256", "--port": "8000"}
+    assert fixed(STRING, SEQS_128, EAGER) == (
+        'VLLM_ARGS="--max-num-seqs 128 --port 8000 --enforce-eager"\nvllm serve m $VLLM_ARGS\n'
+    )
+
+
+def test_values_that_would_split_differently_are_refused() -> None:
+    blob = FixOp("merge_json", "--compilation-config", ValueSpec(literal="NONE"), key="cudagraph_mode")
+    result = fix_text(STRING, "serve.sh", [blob], context=RunContext(vllm_version="0.8.5"))
+    assert result.status == "skipped" and "splits into words" in result.reason
+
+
+def test_a_string_built_from_other_variables_is_opaque() -> None:
+    text = 'EXTRA="$BASE --max-num-seqs 256"\nvllm serve m $EXTRA\n'
+    assert "$EXTRA" in refused(text, SEQS_128)
+    # quoted, it is one word: vLLM gets one argument, nothing is split
+    (inv,) = invocations_in_text("serve.sh", 'X="a b"\nvllm serve m --served-model-name "$X"\n')
+    assert inv.flags == {"--served-model-name": "a b"}

@@ -26,7 +26,7 @@ from ..core.tools import find_program
 from .argv import docker_env_uses, find_entry
 from .model import Format
 from .shell_lex import ArrayAssignment, FunctionBody, Lexed, lex_shell
-from .sites import Arg, ArgvSite, EnvTarget, OpPlan, Site, join_words, quote_like
+from .sites import Arg, ArgvSite, CannotRender, EnvTarget, OpPlan, Site, join_words, quote_like
 from .text import Edit, LineIndex, SourceMap
 
 EnvMode = Literal["file", "inline"]
@@ -269,6 +269,26 @@ class ArrayRenderer(ShellRenderer):
         return "\n" + line[: len(line) - len(line.lstrip())]
 
 
+@dataclass
+class StringRenderer(ShellRenderer):
+    """Argument edits inside a variable's string that the command splits into words
+    (`VLLM_ARGS="--max-num-seqs 256"`): only values that split the same way fit in it."""
+
+    def _plain(self, values: Sequence[str]) -> str:
+        if any(c.isspace() or c in "\"'$`\\*?[" for c in "".join(values)):
+            raise CannotRender(f"{' '.join(values)!r} cannot go into a string the command splits into words")
+        return " ".join(values)
+
+    def replace(self, arg: Arg, value: str) -> Edit:
+        return self.smap.to_file(Edit(arg.start, arg.end, self._plain([value])))
+
+    def insert_after(self, arg: Arg, values: Sequence[str]) -> Edit:
+        return self.smap.to_file(Edit(arg.end, arg.end, " " + self._plain(values)))
+
+    def insert_before(self, arg: Arg, values: Sequence[str]) -> Edit:
+        return self.smap.to_file(Edit(arg.start, arg.start, self._plain(values) + " "))
+
+
 def _shared_head(old: str, new: str) -> str:
     """`--max-num-seqs=` when both values start with it (the part an edit can keep)."""
     head, eq, _ = old.partition("=")
@@ -385,14 +405,15 @@ def shell_sites(
     sites: list[Site] = []
     exports: list[Word] = []
     variables: dict[str, str] = {}
+    assigned: dict[str, Word] = {}  # the word of each variable's last assignment
     for command in commands:
         values = [w.value for w in command.words]
-        _remember_assignments(command, values, exports, variables)
+        _remember_assignments(command, values, exports, variables, assigned)
         if values and values[0] in _TEXT_COMMANDS:
             continue
         if find_entry(values, image_entry=image_entry) is None:
             continue
-        for args, extra, label in _launches(text, smap, command, commands, lexed):
+        for args, extra, label in _launches(text, smap, command, commands, lexed, assigned):
             argv = [a.value for a in args]
             entry = find_entry(argv, image_entry=image_entry)
             if entry is None:
@@ -428,14 +449,22 @@ Launch = tuple[list[Arg], list[tuple[int, int]], str]
 
 
 def _launches(
-    text: str, smap: SourceMap, command: ShellCommand, commands: list[ShellCommand], lexed: Lexed | None
+    text: str,
+    smap: SourceMap,
+    command: ShellCommand,
+    commands: list[ShellCommand],
+    lexed: Lexed | None,
+    assigned: dict[str, Word],
 ) -> list[Launch]:
     """The argument vectors this command runs with: (args, where else they are defined, label)."""
     lines = LineIndex(text)
     line = lines.position(command.start)[0] + 1
     renderer = ShellRenderer(text, smap, command)
-    own = [Arg(w.value, w.start, w.end, renderer) for w in command.words]
-    variants: list[Launch] = [(own, [], f"line {line}")]
+    own: list[Arg] = []
+    strings: list[tuple[int, int]] = []
+    for word in command.words:
+        own.extend(_split_variable(text, smap, word, renderer, assigned, strings))
+    variants: list[Launch] = [(own, strings, f"line {line}")]
     function = lexed.function_at(command.start) if lexed is not None else None
     if function is not None and lexed is not None and _forwards_arguments(own, function, lexed):
         calls = [
@@ -455,7 +484,7 @@ def _launches(
                             for w in call.words[1:]
                         ],
                     ),
-                    [(smap.offsets[call.start], smap.offsets[call.end])],
+                    [*strings, (smap.offsets[call.start], smap.offsets[call.end])],
                     f"line {lines.position(call.start)[0] + 1} ({function.name}, line {line})",
                 )
                 for call in calls
@@ -463,6 +492,39 @@ def _launches(
     if lexed is None:
         return variants
     return [_with_arrays(args, extra, label, text, smap, lexed) for args, extra, label in variants]
+
+
+_UNQUOTED_VARIABLE = re.compile(r"\$(\w+)|\$\{(\w+)\}")
+_STRING_VALUE = re.compile(r"""(["'])([^"'$`\\]*)\1""")
+
+
+def _split_variable(
+    text: str,
+    smap: SourceMap,
+    word: Word,
+    renderer: ShellRenderer,
+    assigned: dict[str, Word],
+    strings: list[tuple[int, int]],
+) -> list[Arg]:
+    """An unquoted `$VLLM_ARGS` splits into words: those of its assignment's string, read and
+    edited there (`VLLM_ARGS="--max-num-seqs 256 --port 8000"`), when it is a plain string;
+    otherwise the word is opaque when its value holds blanks."""
+    ref = _UNQUOTED_VARIABLE.fullmatch(text[word.start : word.end])
+    assignment = assigned.get((ref.group(1) or ref.group(2)) if ref else "")
+    value = assignment.value.partition("=")[2] if assignment is not None else ""
+    if assignment is None or not value.split(None, 1)[1:]:
+        return [Arg(word.value, word.start, word.end, renderer)]
+    source = text[assignment.start : assignment.end]
+    string = _STRING_VALUE.fullmatch(source, source.index("=") + 1)
+    if string is None:
+        return [Arg(word.value, word.start, word.end, renderer, opaque=True)]
+    inner = assignment.start + string.start(2)
+    words = [
+        Word(m.group(), inner + m.start(), inner + m.end()) for m in re.finditer(r"\S+", string.group(2))
+    ]
+    pieces = StringRenderer(text, smap, ShellCommand(words, [], inner, assignment.start + string.end(2)))
+    strings.append((smap.offsets[assignment.start], smap.offsets[assignment.end]))
+    return [Arg(w.value, w.start, w.end, pieces) for w in words]
 
 
 def _forwards_arguments(args: list[Arg], function: FunctionBody, lexed: Lexed) -> bool:
@@ -510,16 +572,22 @@ def _array_renderer(text: str, smap: SourceMap, array: ArrayAssignment) -> Array
 
 
 def _remember_assignments(
-    command: ShellCommand, values: list[str], exports: list[Word], variables: dict[str, str]
+    command: ShellCommand,
+    values: list[str],
+    exports: list[Word],
+    variables: dict[str, str],
+    assigned: dict[str, Word],
 ) -> None:
     """Track `NAME=value` and `export NAME=value` so later commands can resolve `$NAME`."""
     if not values:
         for word in command.assignments:
             name, _, value = word.value.partition("=")
             variables[name] = value
+            assigned[name] = word
     elif values[0] == "export":
         for word in command.words[1:]:
             if "=" in word.value:
                 name, _, value = word.value.partition("=")
                 variables[name] = value
+                assigned[name] = word
                 exports.append(word)

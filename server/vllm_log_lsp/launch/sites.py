@@ -62,6 +62,7 @@ class Arg:
     start: int
     end: int
     renderer: ArgRenderer
+    opaque: bool = False  # expands to words this file does not show (`$ARGS` of unknown words)
 
 
 class EnvTarget(Protocol):
@@ -200,8 +201,8 @@ class ArgvSite(Site):
 
     def opaque_words(self) -> list[str]:
         """The words of the vLLM arguments that expand to arguments not in this file."""
-        words = [a.value for a in self.args[self.parsed.start : self.parsed.end]]
-        return list(dict.fromkeys(w for w in words if _OPAQUE.fullmatch(w)))
+        args = self.args[self.parsed.start : self.parsed.end]
+        return list(dict.fromkeys(a.value for a in args if a.opaque or _OPAQUE.fullmatch(a.value)))
 
     def current(self, op: FixOp) -> str | None:
         if op.op == "set_env":
