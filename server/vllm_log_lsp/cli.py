@@ -143,6 +143,7 @@ def finding_to_json(finding: Finding, lines: NewlineLines = NO_BARE_CR) -> dict:
             "considered": [
                 {"line": c.line + 1, "text": c.text, "why_not": c.why_not} for c in finding.considered
             ],
+            "origin": _origin_json(finding),
         },
         "symptoms": [
             {"line": lines.line(s.line) + 1, "text": s.text, "kind": s.kind} for s in finding.symptoms
@@ -173,6 +174,22 @@ def finding_to_json(finding: Finding, lines: NewlineLines = NO_BARE_CR) -> dict:
             "gpu": ctx.gpu,
             "tensor_parallel_size": ctx.tensor_parallel_size,
         },
+    }
+
+
+def _origin_json(finding: Finding) -> dict | None:
+    origin = finding.origin
+    if origin is None:
+        return None
+    return {
+        "package": origin.package,
+        "kind": origin.kind,
+        "module": origin.module,
+        "function": origin.function,
+        "versions": origin.versions,
+        "template": origin.template,
+        "summary": origin.summary,
+        "version_mismatch": origin.version_mismatch,
     }
 
 
@@ -207,6 +224,10 @@ def _finding_lines(path: str, finding: Finding, style: Style, numbering: Newline
     if ctx.model:
         facts.append(f"model {ctx.model}")
     lines.append("  " + style.dim(" · ".join(facts)))
+    if finding.origin is not None:
+        lines.append(f"  {style.dim('origin:')} {finding.origin.summary.replace('`', '')}")
+        if finding.origin.version_mismatch:
+            lines.append(f"  {style.yellow('note')}: {finding.origin.version_mismatch}")
     for number, fix in enumerate(finding.fixes, 1):
         command = f": {style.cyan(fix.command_line)}" if fix.command_line else ""
         lines.append(f"  fix {number} ({fix.fix.kind}): {fix.title}{command}")
@@ -390,10 +411,13 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog) -> int:
 
 # -- rules / explain ------------------------------------------------------------------------------
 def cmd_rules(args: argparse.Namespace, catalog: Catalog) -> int:
-    families = sorted({r.family for r in catalog.rules})
+    from .core.origins import families as mined_families
+
+    everything = [*catalog.rules, *(f.rule for f in mined_families())]
+    families = sorted({r.family for r in everything})
     if args.family and args.family not in families:
         return error(f"no family {args.family!r}; the families are: {', '.join(families)}")
-    rules = [r for r in catalog.rules if not args.family or r.family == args.family]
+    rules = [r for r in everything if not args.family or r.family == args.family]
     if args.format == "json":
         listing = [{"id": r.id, "title": r.title, "family": r.family} for r in rules]
         Reports(sys.stdout).write(json.dumps(listing, indent=2) + "\n")
@@ -404,7 +428,9 @@ def cmd_rules(args: argparse.Namespace, catalog: Catalog) -> int:
 
 
 def cmd_explain(args: argparse.Namespace, catalog: Catalog) -> int:
-    rule = catalog.rule(args.rule_id)
+    from .core.origins import family_rule
+
+    rule = catalog.rule(args.rule_id) or family_rule(args.rule_id)
     if rule is None:
         close = difflib.get_close_matches(args.rule_id, [r.id for r in catalog.rules], n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(close)}? " if close else ""

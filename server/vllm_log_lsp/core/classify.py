@@ -9,6 +9,7 @@ last lifecycle marker before it.
 from __future__ import annotations
 
 from . import catalog as catalog_mod
+from . import origins
 from .catalog import Catalog, Rule, fill_placeholders
 from .incidents import Incident
 from .lines import parse_line
@@ -144,9 +145,25 @@ def build_finding(
     phase, phase_line = phase_for(index, catalog, own_frames, run_offset, root_end)
     root_text = _root_text(cand)
     rule, captures = classify(catalog, root_text, chain, frames, window, phase)
+    version = parse_version(context.vllm_version)
+    mined = origins.match_event(event, cand.inner_text, version)
+    origin = origins.origin_of(mined, version, context.vllm_version) if mined else None
+    message = None
+    if rule is not None and rule.family == "unrecognized":
+        rule = None  # the catalog's last-resort rule: a mined message says more
+    if rule is None and mined is not None:
+        # No hand-written rule knows it, but vLLM's (or a library's) source does: where it is
+        # raised names the cause.
+        family = origins.family_of(mined.template)
+        if family is not None:
+            rule, captures = family.rule, origins.evidence_of(mined)
+            message = (
+                f"{rule.title} ({mined.template.kind} {origin.summary.replace('`', '')})" if origin else None
+            )
     if rule is None:
         rule = catalog.rule("unrecognized") or _FALLBACK
-    version = parse_version(context.vllm_version)
+        captures = _what_is_known(event, own_frames or frames, mined)
+        message = _unrecognized_message(captures)
     fixes = []
     for fix in rule.fixes_for(version):
         ops = [resolve_op(op, captures, version, context.args) for op in fix.ops]
@@ -174,7 +191,7 @@ def build_finding(
         rule_id=rule.id,
         title=rule.title_for(evidence),
         family=rule.family,
-        message=_message(rule, evidence),
+        message=message or _message(rule, evidence),
         summary=rule.summary,
         explanation=rule.explanation,
         evidence=evidence,
@@ -188,7 +205,29 @@ def build_finding(
         related_lines=related,
         next_steps=rule.next_steps,
         recognized=rule.family != "unrecognized",
+        origin=origin,
     )
+
+
+def _what_is_known(
+    event: ExceptionEvent, frames: list[str], mined: origins.MessageMatch | None
+) -> dict[str, str]:
+    """What an unrecognised root cause still tells: its type, the vLLM module it came from (its
+    frames, else where the mined message is raised), and the mined message's values."""
+    known = {"exception_type": event.type_name}
+    component = origins.vllm_component([f.rsplit(":", 1)[0] for f in frames])
+    if component is None and mined is not None:
+        component = mined.template.sites[0].module
+    if component:
+        known["component"] = component
+    if mined is not None:
+        known.update(origins.evidence_of(mined))
+    return known
+
+
+def _unrecognized_message(known: dict[str, str]) -> str:
+    where = f" in {known['component']}" if "component" in known else ""
+    return f"Unrecognized {known['exception_type']}{where}: no rule knows this message"
 
 
 def _failing_frame(event: ExceptionEvent) -> Frame | None:

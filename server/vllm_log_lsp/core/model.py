@@ -256,6 +256,20 @@ Confidence = Literal["high", "medium", "low"]
 
 
 @dataclass(frozen=True)
+class MessageOrigin:
+    """Where a root cause's message comes from, by the mined index (see `core/mined.py`)."""
+
+    package: str  # vllm, transformers, huggingface_hub, torch ...
+    kind: str  # the exception type it is raised as, or `log.error` / `log.warning` ...
+    module: str  # `vllm/config/model.py`
+    function: str  # `ModelConfig._verify_quantization`
+    versions: str  # the mined releases of `package` that hold it there: `0.6.0–0.9.2`
+    template: str  # the message with its placeholders: `max_model_len ({max_model_len}) …`
+    summary: str  # "raised by `vllm/config/model.py` `ModelConfig…`, in vLLM 0.6.0–0.9.2"
+    version_mismatch: str | None = None  # why the log's vLLM version cannot have raised it
+
+
+@dataclass(frozen=True)
 class Finding:
     """One engine death: its root cause, how it was classified, its symptoms and what to do."""
 
@@ -281,6 +295,7 @@ class Finding:
     why: str = ""  # why this line was chosen as the root cause, in words
     considered: tuple[Considered, ...] = ()  # other candidates and why each was not the cause
     confidence: Confidence = "medium"
+    origin: MessageOrigin | None = None  # where the root cause's message is raised, when mined
 
     @property
     def line(self) -> int:

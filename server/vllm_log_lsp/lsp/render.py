@@ -23,6 +23,11 @@ def finding_markdown(finding: Finding, previews: Mapping[int, str] | None = None
         parts.append(finding.summary)
     status = "recognised cause" if finding.recognized else "unrecognised cause: no catalog rule matched"
     parts.append(f"Rule {_code(finding.rule_id)} · {finding.family} · {status}")
+    if finding.origin is not None:
+        origin = finding.origin
+        parts.append(f"The message is {origin.summary}.")
+        if origin.version_mismatch:
+            parts.append(f"**Note**: {origin.version_mismatch}.")
     if finding.explanation:
         parts += ["#### Why it happens", finding.explanation.strip()]
     if finding.evidence:

@@ -1,0 +1,82 @@
+"""Where a root cause's message comes from, as `check` (text and JSON), `explain` and the hover show it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from vllm_log_lsp.core.analyze import analyze
+from vllm_log_lsp.lsp.render import finding_markdown
+
+# A start-up death on a message no catalog rule knows, but vLLM's chat-template code raises
+# (vLLM 0.4.0 there: a mined release that does not hold the message).
+LOG = Path(__file__).parent.parent / "lsp" / "fixtures" / "mined-chat-template.log"
+CHAT_TEMPLATE = LOG.read_text(encoding="utf-8")
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "vllm_log_lsp", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def write_log(tmp_path: Path, version: str = "0.9.2") -> Path:
+    path = tmp_path / "chat-template.log"
+    path.write_text(CHAT_TEMPLATE.replace("version 0.4.0", f"version {version}"), encoding="utf-8")
+    return path
+
+
+def test_text_report_names_the_cause_from_where_the_message_is_raised(tmp_path: Path) -> None:
+    result = run("check", "--color", "never", str(write_log(tmp_path)))
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].endswith(":7: mined-config — vLLM rejected a setting of this launch")
+    origin = next(line for line in lines if line.startswith("  origin: "))
+    assert origin.startswith(
+        "  origin: raised by vllm/entrypoints/chat_utils.py validate_chat_template, in vLLM "
+    )
+    assert "note:" not in result.stdout
+
+
+def test_json_report_has_the_origin_and_the_captures(tmp_path: Path) -> None:
+    result = run("check", "--format", "json", str(write_log(tmp_path)))
+    [incident] = json.loads(result.stdout)["files"][0]["incidents"]
+    root = incident["root_cause"]
+    assert (root["cause"], root["family"], root["recognized"]) == ("mined-config", "config", True)
+    origin = root["origin"]
+    assert (origin["package"], origin["kind"]) == ("vllm", "ValueError")
+    assert (origin["module"], origin["function"]) == (
+        "vllm/entrypoints/chat_utils.py",
+        "validate_chat_template",
+    )
+    assert "{chat_template}" in origin["template"] and origin["version_mismatch"] is None
+    assert incident["evidence"]["chat_template"] == "templates/tool_use.jinja"
+    assert incident["fixes"][0]["title"] == "Change the setting the message names"
+
+
+def test_a_version_that_cannot_have_raised_it_is_pointed_out(tmp_path: Path) -> None:
+    # vLLM 0.4.0, a mined release, does not hold the message (it came later).
+    result = run("check", "--color", "never", str(write_log(tmp_path, "0.4.0")))
+    assert "  note: vLLM 0.4.0 cannot have raised it: the message is in vLLM " in result.stdout
+
+
+def test_explain_and_rules_know_mined_causes() -> None:
+    explained = run("explain", "mined-parallelism")
+    assert explained.returncode == 0
+    assert explained.stdout.startswith("# Setting up the distributed workers failed (mined-parallelism)")
+    assert "Named for messages raised in `vllm/distributed/`" in explained.stdout
+    assert "NCCL_DEBUG=INFO" in explained.stdout
+    listed = run("rules", "--family", "config")
+    assert any(line.startswith("mined-config ") for line in listed.stdout.splitlines())
+
+
+def test_hover_says_where_the_message_comes_from() -> None:
+    [finding] = analyze(CHAT_TEMPLATE).findings
+    markdown = finding_markdown(finding)
+    assert (
+        "The message is raised by `vllm/entrypoints/chat_utils.py` `validate_chat_template`, in vLLM "
+        in markdown
+    )
+    assert "**Note**: vLLM 0.4.0 cannot have raised it" in markdown

@@ -1,0 +1,24 @@
+"""The hover says where the root cause's message is raised (the mined message index)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import close, fixture_text, fresh_uri, open_log
+from .test_features import hover_text
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+async def test_hover_names_the_origin_and_a_version_that_cannot_have_raised_it(client):
+    uri = fresh_uri("mined.log")
+    await open_log(client, uri, fixture_text("mined-chat-template.log"))
+    text = await hover_text(client, uri, 6, 3)
+    assert text is not None
+    assert "Rule `mined-config` · config · recognised cause" in text
+    assert (
+        "The message is raised by `vllm/entrypoints/chat_utils.py` `validate_chat_template`, in vLLM " in text
+    )
+    assert "**Note**: vLLM 0.4.0 cannot have raised it" in text
+    assert "- **chat_template**: `templates/tool_use.jinja`" in text
+    close(client, uri)
