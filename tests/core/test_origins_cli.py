@@ -10,10 +10,10 @@ from pathlib import Path
 from vllm_log_lsp.core.analyze import analyze
 from vllm_log_lsp.lsp.render import finding_markdown
 
-# A start-up death on a message no catalog rule knows, but vLLM's chat-template code raises
-# (vLLM 0.4.0 there: a mined release that does not hold the message).
-LOG = Path(__file__).parent.parent / "lsp" / "fixtures" / "mined-chat-template.log"
-CHAT_TEMPLATE = LOG.read_text(encoding="utf-8")
+# A start-up death on a message no catalog rule knows, but vLLM's LoRA config raises (vLLM 0.4.0
+# there: a mined release that does not hold this wording, with its final full stop).
+LOG = Path(__file__).parent.parent / "lsp" / "fixtures" / "mined-lora-config.log"
+LORA_CONFIG = LOG.read_text(encoding="utf-8")
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -22,9 +22,9 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def write_log(tmp_path: Path, version: str = "0.9.2") -> Path:
-    path = tmp_path / "chat-template.log"
-    path.write_text(CHAT_TEMPLATE.replace("version 0.4.0", f"version {version}"), encoding="utf-8")
+def write_log(tmp_path: Path, version: str = "0.19.0") -> Path:
+    path = tmp_path / "lora-config.log"
+    path.write_text(LORA_CONFIG.replace("version 0.4.0", f"version {version}"), encoding="utf-8")
     return path
 
 
@@ -32,10 +32,11 @@ def test_text_report_names_the_cause_from_where_the_message_is_raised(tmp_path: 
     result = run("check", "--color", "never", str(write_log(tmp_path)))
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[0].endswith(":7: mined-config — vLLM rejected a setting of this launch")
+    assert lines[0].endswith(":9: mined-config — vLLM rejected a setting of this launch")
     origin = next(line for line in lines if line.startswith("  origin: "))
-    assert origin.startswith(
-        "  origin: raised by vllm/entrypoints/chat_utils.py validate_chat_template, in vLLM "
+    assert (
+        origin
+        == "  origin: raised by vllm/config/lora.py LoRAConfig._validate_lora_config, in vLLM 0.15.1–0.33.0"
     )
     assert "note:" not in result.stdout
 
@@ -48,18 +49,21 @@ def test_json_report_has_the_origin_and_the_captures(tmp_path: Path) -> None:
     origin = root["origin"]
     assert (origin["package"], origin["kind"]) == ("vllm", "ValueError")
     assert (origin["module"], origin["function"]) == (
-        "vllm/entrypoints/chat_utils.py",
-        "validate_chat_template",
+        "vllm/config/lora.py",
+        "LoRAConfig._validate_lora_config",
     )
-    assert "{chat_template}" in origin["template"] and origin["version_mismatch"] is None
-    assert incident["evidence"]["chat_template"] == "templates/tool_use.jinja"
+    assert origin["template"] == "max_cpu_loras ({max_cpu_loras}) must be >= max_loras ({max_loras})."
+    assert origin["version_mismatch"] is None
+    assert (incident["evidence"]["max_cpu_loras"], incident["evidence"]["max_loras"]) == ("2", "4")
     assert incident["fixes"][0]["title"] == "Change the setting the message names"
 
 
 def test_a_version_that_cannot_have_raised_it_is_pointed_out(tmp_path: Path) -> None:
-    # vLLM 0.4.0, a mined release, does not hold the message (it came later).
+    # vLLM 0.4.0, a mined release, does not hold this wording (it came in 0.15).
     result = run("check", "--color", "never", str(write_log(tmp_path, "0.4.0")))
-    assert "  note: vLLM 0.4.0 cannot have raised it: the message is in vLLM " in result.stdout
+    assert (
+        "  note: vLLM 0.4.0 cannot have raised it: the message is in vLLM 0.15.1–0.33.0 only" in result.stdout
+    )
 
 
 def test_explain_and_rules_know_mined_causes() -> None:
@@ -73,10 +77,7 @@ def test_explain_and_rules_know_mined_causes() -> None:
 
 
 def test_hover_says_where_the_message_comes_from() -> None:
-    [finding] = analyze(CHAT_TEMPLATE).findings
+    [finding] = analyze(LORA_CONFIG).findings
     markdown = finding_markdown(finding)
-    assert (
-        "The message is raised by `vllm/entrypoints/chat_utils.py` `validate_chat_template`, in vLLM "
-        in markdown
-    )
+    assert "The message is raised by `vllm/config/lora.py` `LoRAConfig._validate_lora_config`" in markdown
     assert "**Note**: vLLM 0.4.0 cannot have raised it" in markdown

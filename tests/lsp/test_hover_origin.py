@@ -12,13 +12,11 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 async def test_hover_names_the_origin_and_a_version_that_cannot_have_raised_it(client):
     uri = fresh_uri("mined.log")
-    await open_log(client, uri, fixture_text("mined-chat-template.log"))
-    text = await hover_text(client, uri, 6, 3)
+    await open_log(client, uri, fixture_text("mined-lora-config.log"))
+    text = await hover_text(client, uri, 8, 3)
     assert text is not None
     assert "Rule `mined-config` · config · recognised cause" in text
-    assert (
-        "The message is raised by `vllm/entrypoints/chat_utils.py` `validate_chat_template`, in vLLM " in text
-    )
+    assert "The message is raised by `vllm/config/lora.py` `LoRAConfig._validate_lora_config`" in text
     assert "**Note**: vLLM 0.4.0 cannot have raised it" in text
-    assert "- **chat_template**: `templates/tool_use.jinja`" in text
+    assert "- **max_cpu_loras**: `2`" in text and "- **max_loras**: `4`" in text
     close(client, uri)
