@@ -112,7 +112,7 @@ class Analyzer:
 def _analysis(
     index: LogIndex, catalog: Catalog, scan: Scan, warnings: tuple[str, ...], stats: StatsScan
 ) -> Analysis:
-    pools = unwrap_candidates(catalog, scan)
+    pools = sorted(unwrap_candidates(catalog, scan), key=lambda c: c.event.line)
     incidents = group_incidents(index, catalog, scan, pools)
     findings: list[Finding] = []
     runs: dict[tuple[str, int], RunSegment] = {}

@@ -43,6 +43,14 @@ class Incident:
 def run_lines(scan: Scan, outer: str) -> list[int]:
     """Lines where runs of this runtime prefix start. A banner and the args line a few lines
     later start one run: starts with no symptom between them are merged into the first."""
+    key = ("run_lines", outer, len(scan.run_starts), len(scan.symptoms))
+    cached = scan.cache.get(key)
+    if cached is None:
+        cached = scan.cache[key] = _run_lines(scan, outer)
+    return cached  # type: ignore[return-value]
+
+
+def _run_lines(scan: Scan, outer: str) -> list[int]:
     starts = sorted({n for n, o in scan.run_starts if o == outer or not o or not outer})
     deaths = sorted(s.line for s, _, _ in scan.symptoms)
     merged: list[int] = []
@@ -382,7 +390,8 @@ def choose_root(
     window: tuple[int, int],
     pools: list[Candidate],
 ) -> RootChoice | None:
-    """The root cause of `incident` among `pools` (see `unwrap_candidates`); None: no exception.
+    """The root cause of `incident` among `pools` (see `unwrap_candidates`, sorted by line);
+    None: no exception.
 
     Candidates are the exceptions and faults of the incident's run after its last healthy
     serving line. A candidate is ruled out when its process evidently survived it (a decoy, a
@@ -406,11 +415,9 @@ def choose_root(
     rejected: list[tuple[Candidate, str]] = []
     viable: list[tuple[int, Candidate]] = []
     progress = Progress(index, catalog, scan, death_offset)
-    in_window = [
-        c
-        for c in pools
-        if max(lo_line, healthy + 1) <= c.event.line <= late_end and _same_outer(scan, c, outer)
-    ]
+    lo = bisect.bisect_left(pools, max(lo_line, healthy + 1), key=_line)
+    hi = bisect.bisect_right(pools, late_end, key=_line)
+    in_window = [c for c in pools[lo:hi] if _same_outer(scan, c, outer)]
     for cand in sorted(in_window, key=_end_line, reverse=True):
         after = cand.event.line > last_death
         why_not = _ruled_out(catalog, cand, first_death, progress, after)
@@ -429,6 +436,10 @@ def choose_root(
         _considered(rejected, chosen),
         _confidence(chosen, group, viable),
     )
+
+
+def _line(cand: Candidate) -> int:
+    return cand.event.line
 
 
 def _same_outer(scan: Scan, cand: Candidate, outer: str) -> bool:
@@ -652,10 +663,18 @@ def _death_end(scan: Scan, incident: Incident) -> int:
     """The last line of the death: a symptom such as `EngineCore failed to start.` heads the
     logged traceback that holds the cause, so that traceback belongs to the death too."""
     end = max(s.line for s, _, _ in incident.symptoms)
-    heads = {(s.line, line.stream) for s, _, line in incident.symptoms}
-    for tb in scan.tracebacks:
-        if tb.lines and any(0 < tb.header_line - n <= 3 and stream == tb.stream for n, stream in heads):
-            end = max(end, tb.lines[-1])
+    key = ("tracebacks_by_header", len(scan.tracebacks))
+    by_header = scan.cache.get(key)
+    if by_header is None:
+        by_header = {}
+        for tb in scan.tracebacks:
+            by_header.setdefault(tb.header_line, []).append(tb)
+        scan.cache[key] = by_header
+    for symptom, _, line in incident.symptoms:
+        for header in range(symptom.line + 1, symptom.line + 4):
+            for tb in by_header.get(header, ()):  # type: ignore[union-attr]
+                if tb.lines and tb.stream == line.stream:
+                    end = max(end, tb.lines[-1])
     return end
 
 

@@ -53,6 +53,8 @@ class Scan:
     precursors: list[tuple[Precursor, LogLine]] = field(default_factory=list)
     consumed: set[int] = field(default_factory=set)  # lines read as part of a traceback
     exception_lines: set[int] = field(default_factory=set)  # their `Type: message` lines
+    # Derived lookups, built on first use by the incident code (one analysis reads them per death).
+    cache: dict[object, object] = field(default_factory=dict, repr=False, compare=False)
 
 
 def scan_lines(index: LogIndex, catalog: Catalog, scan: Scan | None = None, begin: int = 0) -> Scan:
