@@ -143,13 +143,15 @@ def worst_growth(
     look linear there at `large`. A shape that is super-linear at 4x is reported with that
     measurement: running it at `large` would only take minutes to say the same.
     """
-    timed = sorted(
-        ((_seconds(search, make(small), repeat), description, make) for description, make in shapes(source)),
+    # Screened once each; the slowest few are timed again, best of `repeat`.
+    screened = sorted(
+        ((_seconds(search, make(small), 1), description, make) for description, make in shapes(source)),
         key=lambda t: t[0],
         reverse=True,
     )
     worst: Growth | None = None
-    for small_seconds, description, make in timed[:4]:
+    for _, description, make in screened[:3]:
+        small_seconds = _seconds(search, make(small), repeat)
         probe = small * _PROBE_FACTOR
         probe_seconds = _seconds(search, make(probe), repeat)
         growth = Growth(description, small_seconds, probe_seconds, small, probe)
