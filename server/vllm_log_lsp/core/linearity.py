@@ -53,6 +53,12 @@ class Growth:
     def length_ratio(self) -> float:
         return self.large_length / self.small_length
 
+    @property
+    def superlinear(self) -> bool:
+        """Time grew much faster than the line, and by enough to be measured, not timer noise (a
+        literal search takes microseconds; a quadratic pattern takes milliseconds at these lengths)."""
+        return self.ratio > SUPERLINEAR_FACTOR * self.length_ratio and self.large_seconds > NOISE_FLOOR
+
 
 def _literal_pieces(source: str) -> list[str]:
     """Runs of literal characters of the pattern (`does not appear` of the example above)."""
@@ -132,6 +138,8 @@ def _seconds(search: Search, line: str, repeat: int) -> float:
 _PROBE_FACTOR = 4
 #: Growth beyond this many times the length growth is super-linear (linear is 1x; quadratic 4x here).
 SUPERLINEAR_FACTOR = 2.5
+#: Searches faster than this (CPU seconds) are too short to compare.
+NOISE_FLOOR = 0.002
 
 
 def worst_growth(
@@ -155,7 +163,7 @@ def worst_growth(
         probe = small * _PROBE_FACTOR
         probe_seconds = _seconds(search, make(probe), repeat)
         growth = Growth(description, small_seconds, probe_seconds, small, probe)
-        if growth.ratio <= SUPERLINEAR_FACTOR * growth.length_ratio and large > probe:
+        if not growth.superlinear and large > probe:
             growth = Growth(description, small_seconds, _seconds(search, make(large), repeat), small, large)
         if worst is None or growth.ratio / growth.length_ratio > worst.ratio / worst.length_ratio:
             worst = growth
