@@ -1,15 +1,27 @@
-"""Time `vllm-log-lsp check` against `grep -cE 'ERROR|Traceback'` on the same large log.
+"""Time `vllm-log-lsp check` on honest logs, each figure as a ratio to an anchor run alongside.
 
-    python benchmarks/bench_check.py [--mb 100] [--runs 3]
+    python benchmarks/bench_check.py [--runs 5] [--mb 100] [--deaths 500] [--workdir DIR]
+                                     [--only serving,restarts,all-error,small,prefilter]
 
-Generates the log (benchmarks/make_log.py) unless --log is given, then reports the best of N
-wall-clock times of each command (the file is read once first so both run from the page cache)
-and their ratio. Not a test: timings depend on the machine.
+Figures (benchmarks/make_log.py makes the logs; --workdir keeps them for the next run):
+- serving: `check` on a serving log with recovered per-request tracebacks, against
+  `grep -cE 'ERROR|Traceback'`, `rg -c` and lnav headless with the same filter (when installed);
+- restarts: `check` on a restart loop of N deaths against grep, and against itself at N/2
+  deaths (linear: 2×);
+- all-error: every line an ERROR traceback line: time against the serving log's, peak RSS
+  against the file's size;
+- small: `check` on a 51-line crash log against `python -c pass` (start-up);
+- prefilter: the literal pre-filter alone (in process) with rg, with grep -F, and without any
+  tool, against grep -cE: all three must find the same lines.
+Each figure also checks the answer (the expected root causes; the same lines). Not a test:
+timings depend on the machine; the ratios are what to compare.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -18,61 +30,307 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_log import make_log
+from bench import Figure, Run, Series, print_table, ratios, run_once
+from make_log import CRASH, Generated, make_log, restart_segments
+
+GREP_PATTERN = "ERROR|Traceback"
+NEWLINE = b"\n"
+FIGURES = ("serving", "restarts", "all-error", "small", "prefilter")
 
 
-def best_time(command: list[str], runs: int) -> tuple[float, subprocess.CompletedProcess[bytes]]:
-    best, result = float("inf"), None
+def check_command() -> list[str]:
+    """The installed `vllm-log-lsp check` of this interpreter's environment."""
+    exe = Path(sys.executable).with_name("vllm-log-lsp")
+    base = [str(exe)] if exe.exists() else [sys.executable, "-m", "vllm_log_lsp"]
+    return [*base, "check", "--format", "json"]
+
+
+def incidents(run: Run) -> list[list[tuple[int, str]]]:
+    """Per file, the (root-cause line, cause) of each incident `check --format json` printed."""
+    data = json.loads(run.stdout or b"{}")
+    return [
+        [(i["root_cause"]["line"], i["root_cause"]["cause"]) for i in f["incidents"]] for f in data["files"]
+    ]
+
+
+def interleaved(
+    commands: dict[str, list[str]], runs: int
+) -> tuple[dict[str, Series], dict[str, Series], dict[str, Run]]:
+    """Run each command `runs` times, round-robin: times and peak RSS per command, and its last run."""
+    times = {name: Series() for name in commands}
+    rss = {name: Series() for name in commands}
+    last: dict[str, Run] = {}
     for _ in range(runs):
-        start = time.perf_counter()
-        result = subprocess.run(command, capture_output=True, check=False)
-        best = min(best, time.perf_counter() - start)
-    assert result is not None
-    return best, result
+        for name, command in commands.items():
+            result = run_once(command)
+            times[name].add(result.seconds)
+            rss[name].add(result.max_rss_mb)
+            last[name] = result
+    return times, rss, last
 
 
-def in_process_time(log: Path, runs: int) -> float:
-    """The analysis alone (read + decode + analyze), without interpreter start-up."""
-    from vllm_log_lsp.core.analyze import analyze
-    from vllm_log_lsp.core.text import inspect_log_bytes
+def generated(workdir: Path, name: str, **options) -> Generated:
+    """A generated log, reused from `workdir` when the same options made it before."""
+    path = workdir / f"{name}.log"
+    meta = workdir / f"{name}.json"
+    if path.exists() and meta.exists() and json.loads(meta.read_text())["options"] == options:
+        saved = json.loads(meta.read_text())
+        info = Generated(path, options["shape"], saved["lines"], saved["tracebacks"], [], saved["crash_line"])
+        if options["shape"] == "restarts":
+            _restart_layout(info, options["deaths"])
+        return info
+    info = make_log(path, **options)
+    meta.write_text(
+        json.dumps(
+            {
+                "options": options,
+                "lines": info.lines,
+                "tracebacks": info.tracebacks,
+                "crash_line": info.crash_line,
+            }
+        )
+    )
+    return info
 
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        data, _ = inspect_log_bytes(log.read_bytes())
-        analysis = analyze(data, path=str(log))
-        best = min(best, time.perf_counter() - start)
-    assert analysis.findings, "the generated log must end in a crash"
-    return best
+
+def _restart_layout(info: Generated, deaths: int) -> None:
+    segments = restart_segments()
+    line = 0
+    for i in range(deaths):
+        info.segments.append((line, segments[i % len(segments)]))
+        line += segments[i % len(segments)].count("\n")
+
+
+def expected_crash(check: list[str], info: Generated) -> list[tuple[int, str]]:
+    """The TP=2 death analysed alone, moved to where the generator wrote it."""
+    alone = incidents(run_once([*check, str(CRASH)]))[0]
+    shift = info.crash_line - 12  # the fixture's death starts after its 12 start-up lines
+    return [(line + shift, cause) for line, cause in alone]
+
+
+def grep_anchor(path: Path) -> dict[str, list[str]]:
+    return {"grep": ["grep", "-cE", GREP_PATTERN, str(path)]}
+
+
+def fig_serving(args, check, workdir) -> list[Figure]:
+    info = generated(workdir, f"serving-{args.mb:g}", megabytes=args.mb, shape="serving")
+    commands = grep_anchor(info.path)
+    if shutil.which("rg"):
+        commands["rg"] = ["rg", "--no-config", "-c", GREP_PATTERN, str(info.path)]
+    if shutil.which("lnav"):
+        commands["lnav"] = ["lnav", "-n", "-c", f":filter-in {GREP_PATTERN}", str(info.path)]
+    commands["check"] = [*check, str(info.path)]
+    times, _, last = interleaved(commands, args.runs)
+    expected = expected_crash(check, info)
+    got = incidents(last["check"])[0]
+    answer = f"{got} (expected {expected}); {info.tracebacks} recovered tracebacks in {info.megabytes:.0f} MB"
+    ok = got == expected
+    seconds = f"check {times['check'].spread(' s')}, grep {times['grep'].spread(' s', digits=3)}"
+    figures = [
+        Figure(
+            f"check {info.megabytes:.0f} MB serving log / grep -cE",
+            ratios(times["check"], times["grep"]),
+            "grep",
+            3,
+            answer,
+            ok,
+            seconds,
+        )
+    ]
+    if "rg" in times:
+        figures.append(
+            Figure("check serving / rg -c", ratios(times["check"], times["rg"]), "rg", None, answer, ok)
+        )
+    if "lnav" in times:
+        lnav_ok = b"torch.OutOfMemoryError" in last["lnav"].stdout
+        figures.append(
+            Figure(
+                "check serving / lnav -n :filter-in",
+                ratios(times["check"], times["lnav"]),
+                "lnav",
+                1,
+                f"lnav printed {last['lnav'].stdout.count(NEWLINE)} lines, with the OOM: {lnav_ok}",
+                ok and lnav_ok,
+                f"lnav {times['lnav'].spread(' s')}",
+            )
+        )
+    fig_serving.check_times = times["check"]  # type: ignore[attr-defined]
+    return figures
+
+
+def _restart_answer(info: Generated, check: list[str], got: list[tuple[int, str]]) -> tuple[str, bool]:
+    """Deaths diagnosed in the loop exactly as their log alone."""
+    with tempfile.TemporaryDirectory() as tmp:
+        files = []
+        for i, segment in enumerate(restart_segments()):
+            files.append(Path(tmp) / f"{i:03d}.log")
+            files[-1].write_text(segment, encoding="utf-8")
+        alone = incidents(run_once([*check, *map(str, files)]))
+    names = [p.name for p in sorted(Path(CRASH.parent.parent / "crash").glob("*.log"))]
+    bounds = [start for start, _ in info.segments] + [info.lines + 1]
+    same, differ = 0, set()
+    for i, (start, _) in enumerate(info.segments):
+        expect = [(line + start, cause) for line, cause in alone[i % len(alone)]]
+        inside = [(line, cause) for line, cause in got if start < line <= bounds[i + 1]]
+        if inside == expect:
+            same += 1
+        else:
+            differ.add(names[i % len(names)])
+    text = f"{same}/{len(info.segments)} deaths diagnosed as their log alone"
+    if differ:
+        text += f"; differ: {', '.join(sorted(differ))}"
+    return text, same == len(info.segments)
+
+
+def fig_restarts(args, check, workdir) -> list[Figure]:
+    info = generated(workdir, f"restarts-{args.deaths}", shape="restarts", deaths=args.deaths)
+    half = generated(workdir, f"restarts-{args.deaths // 2}", shape="restarts", deaths=args.deaths // 2)
+    commands = {**grep_anchor(info.path), "check": [*check, str(info.path)], "half": [*check, str(half.path)]}
+    times, _, last = interleaved(commands, args.runs)
+    answer, ok = _restart_answer(info, check, incidents(last["check"])[0])
+    tracebacks = last["grep"].stdout.decode().strip()
+    return [
+        Figure(
+            f"check {args.deaths} deaths ({info.megabytes:.0f} MB) / grep -cE",
+            ratios(times["check"], times["grep"]),
+            "grep",
+            100,
+            answer,
+            ok,
+            f"check {times['check'].spread(' s')}; grep counts {tracebacks} ERROR|Traceback lines",
+        ),
+        Figure(
+            f"check {args.deaths} deaths / check {args.deaths // 2} deaths",
+            ratios(times["check"], times["half"]),
+            "itself",
+            2.5,
+            f"{len(incidents(last['half'])[0])} incidents at {args.deaths // 2} deaths",
+            True,
+            "linear in the number of deaths: 2×",
+        ),
+    ]
+
+
+def fig_all_error(args, check, workdir) -> list[Figure]:
+    info = generated(workdir, f"all-error-{args.mb:g}", megabytes=args.mb, shape="all-error")
+    small = generated(workdir, "all-error-1", megabytes=1, shape="all-error")
+    serving = generated(workdir, f"serving-{args.mb:g}", megabytes=args.mb, shape="serving")
+    commands = {"serving": [*check, str(serving.path)], "check": [*check, str(info.path)]}
+    times, rss, last = interleaved(commands, args.runs)
+    # The same death after 1 MB or 100 MB of failing requests: the same diagnosis, moved.
+    got = [(line - info.crash_line, cause) for line, cause in incidents(last["check"])[0]]
+    want = [
+        (line - small.crash_line, cause) for line, cause in incidents(run_once([*check, str(small.path)]))[0]
+    ]
+    answer = f"root causes {got} (lines after the death's start; 1 MB version: {want})"
+    size = Series([info.path.stat().st_size / 1048576] * args.runs)
+    peak = rss["check"]
+    return [
+        Figure(
+            f"check {info.megabytes:.0f} MB all-ERROR / check serving",
+            ratios(times["check"], times["serving"]),
+            "check serving",
+            2,
+            answer,
+            got == want,
+            f"check all-ERROR {times['check'].spread(' s')}",
+        ),
+        Figure(
+            "peak RSS all-ERROR / file size",
+            ratios(peak, size),
+            "file size",
+            1,
+            answer,
+            got == want,
+            f"peak RSS {peak.spread(' MB', digits=0)}, file {size.median:.0f} MiB",
+        ),
+    ]
+
+
+def fig_small(args, check, workdir) -> list[Figure]:
+    commands = {"python": [sys.executable, "-c", "pass"], "check": [*check, str(CRASH)]}
+    times, _, last = interleaved(commands, max(args.runs, 10))
+    got = incidents(last["check"])[0]
+    return [
+        Figure(
+            f"check {CRASH.name} ({CRASH.read_text().count(chr(10))} lines) / python -c pass",
+            ratios(times["check"], times["python"]),
+            "python -c pass",
+            4,
+            f"{got} (expected [(27, 'oom-serving')])",
+            got == [(27, "oom-serving")],
+            f"check {times['check'].spread(' s', scale=1, digits=3)}, python {times['python'].spread(' s', digits=3)}",
+        )
+    ]
+
+
+def fig_prefilter(args, check, workdir) -> list[Figure]:
+    import mmap
+
+    from vllm_log_lsp.core import prefilter, scan
+    from vllm_log_lsp.core.catalog import builtin_catalog
+    from vllm_log_lsp.core.text import LogIndex
+
+    info = generated(workdir, f"serving-{args.mb:g}", megabytes=args.mb, shape="serving")
+    catalog = builtin_catalog()
+    literals = sorted(
+        {*scan._BASE_LITERALS, *(m.literal for k in scan._SCANNED_KINDS for m in catalog.markers_of(k))}
+    )
+    # rg and grep forced; "no tool": what runs where neither may be used (VLLM_LOG_LSP_NO_GREP).
+    tools = {"rg": prefilter.search_tool(["rg"]), "grep -F": prefilter.search_tool(["grep"]), "no tool": None}
+    times = {name: Series() for name in ["grep", *tools]}
+    found: dict[str, list[int]] = {}
+    with open(info.path, "rb") as handle:
+        data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        for _ in range(args.runs):
+            times["grep"].add(run_once(grep_anchor(info.path)["grep"]).seconds)
+            for name, tool in tools.items():
+                index = LogIndex(data, str(info.path))
+                os.environ["VLLM_LOG_LSP_NO_GREP"] = "1" if tool is None else ""
+                start = time.perf_counter()
+                lines = prefilter.candidate_lines(index, literals, tool=tool)
+                times[name].add(time.perf_counter() - start)
+                os.environ.pop("VLLM_LOG_LSP_NO_GREP")
+                found[name] = [index.line_of(offset) for offset, _ in lines]
+    same = all(lines == found["rg"] for lines in found.values())
+    answer = f"{len(found['rg'])} candidate lines, the same with every tool: {same}"
+    return [
+        Figure(
+            f"pre-filter ({len(literals)} literals), {name} / grep -cE",
+            ratios(times[name], times["grep"]),
+            "grep",
+            None,
+            answer,
+            same,
+            f"{times[name].spread(' s', digits=3)}",
+        )
+        for name in tools
+        if tools[name] is not None or name == "no tool"
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=100)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--log", type=Path, help="use this log instead of generating one")
+    parser.add_argument("--deaths", type=int, default=500)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--workdir", type=Path, help="keep the generated logs here (reused)")
+    parser.add_argument("--only", default=",".join(FIGURES), help="comma-separated figures to run")
     args = parser.parse_args()
+    check = check_command()
     with tempfile.TemporaryDirectory() as tmp:
-        log = args.log or Path(tmp) / "serving.log"
-        if not args.log:
-            make_log(log, args.mb)
-        log.read_bytes()  # warm the page cache for both contenders
-        size = log.stat().st_size / 1e6
-        grep_s, grep = best_time(["grep", "-cE", "ERROR|Traceback", str(log)], args.runs)
-        exe = shutil.which("vllm-log-lsp") or sys.executable
-        command = (
-            [exe, "check", str(log)]
-            if exe != sys.executable
-            else [exe, "-m", "vllm_log_lsp", "check", str(log)]
-        )
-        check_s, check = best_time(command, args.runs)
-        core_s = in_process_time(log, args.runs)
-    first = check.stdout.decode().splitlines()[0] if check.stdout else "(no output)"
-    print(f"log: {size:.1f} MB")
-    print(f"grep -cE 'ERROR|Traceback': {grep_s:.3f} s ({grep.stdout.decode().strip()} lines)")
-    print(f"vllm-log-lsp check:          {check_s:.3f} s  -> {first}")
-    print(f"  analysis in process:       {core_s:.3f} s")
-    print(f"ratio check / grep:          {check_s / grep_s:.2f}x")
+        workdir = args.workdir or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        figures: list[Figure] = []
+        for name in args.only.split(","):
+            if name not in FIGURES:
+                parser.error(f"unknown figure {name!r}: choose from {', '.join(FIGURES)}")
+            print(f"measuring {name} ...", file=sys.stderr, flush=True)
+            figures += globals()[f"fig_{name.replace('-', '_')}"](args, check, workdir)
+    print(
+        f"{subprocess.run([sys.executable, '-V'], capture_output=True, text=True).stdout.strip()}, runs: {args.runs}"
+    )
+    print_table(figures)
 
 
 if __name__ == "__main__":

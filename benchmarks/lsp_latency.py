@@ -1,14 +1,18 @@
-"""Latency of the language server on a big log, measured with a real LSP client over stdio.
+"""The language server on a big log, measured with a real LSP client over stdio, against a null
+pygls server (benchmarks/null_server.py) run alongside.
 
-    python benchmarks/lsp_latency.py [--mb 50] [--debounce-ms 0]
+    python benchmarks/lsp_latency.py [--mb 50] [--runs 3] [--debounce-ms 0]
 
-Generates a serving log of the given size that ends in a crash (benchmarks/make_log.py), starts
-the server (`python -m vllm_log_lsp.lsp`) as a Neovim 0.11 client would (UTF-8 positions: Neovim
-syncs documents of any size, VS Code stops at 50 MB), and prints:
-- didOpen → publishDiagnostics (the whole text crosses the pipe, is parsed and analysed);
-- hover on the root-cause line (median of 20);
-- didChange appending 1,000 lines → publishDiagnostics (incremental re-analysis; the debounce
-  delay is part of this number, so it is set to --debounce-ms, 0 by default).
+The log is make_log.py's serving log (recovered per-request tracebacks, a TP=2 death at the
+end). The server is started as a Neovim 0.11 client would (UTF-8 positions: Neovim syncs
+documents of any size, VS Code stops at 50 MB). Figures, median [min–max] over the runs:
+- didOpen → publishDiagnostics, against the null server's (the text crossing the pipe);
+- appending 1,000 lines → publishDiagnostics, against the same server's didOpen (a full
+  analysis); the debounce is part of it, so it is --debounce-ms (0 by default);
+- the server's peak RSS, against the null server's plus the log's size;
+- hover on the root cause: the 99th percentile of 100, in ms.
+The answers: the root-cause diagnostic is where the death was written, before and after the
+append.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import statistics
+import random
 import sys
 import tempfile
 import time
@@ -27,7 +31,14 @@ from pygls.lsp.client import LanguageClient
 from pytest_lsp import client_capabilities
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import Figure, Series, print_table, ratios
+from bench_check import check_command, expected_crash
 from make_log import make_log, serving_lines
+
+HERE = Path(__file__).resolve().parent
+
+URI = "file:///bench/serving.log"
+HOVERS = 100
 
 
 class Client(LanguageClient):
@@ -62,7 +73,7 @@ def make_client() -> Client:
     return client
 
 
-async def wait_version(client: Client, version: int, timeout: float = 300) -> float:
+async def wait_version(client: Client, version: int, timeout: float = 600) -> float:
     deadline = time.perf_counter() + timeout
     while version not in client.published:
         client.event.clear()
@@ -74,9 +85,27 @@ async def wait_version(client: Client, version: int, timeout: float = 300) -> fl
     return client.published[version]
 
 
-async def measure(text: str, debounce_ms: int) -> None:
+def peak_rss_mb(client: Client) -> float:
+    """The server process's peak resident memory so far (VmHWM)."""
+    assert client._server is not None
+    for line in Path(f"/proc/{client._server.pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def root_lines(client: Client, version: int) -> list[int]:
+    return [
+        d.range.start.line + 1
+        for d in client.diagnostics[version]
+        if d.severity == types.DiagnosticSeverity.Error
+    ]
+
+
+async def session(command: list[str], text: str, debounce_ms: int, full: bool) -> dict:
+    """One server's run: open, (hover, append,) peak RSS."""
     client = make_client()
-    await client.start_io(sys.executable, "-m", "vllm_log_lsp.lsp")
+    await client.start_io(*command)
     await client.initialize_async(
         types.InitializeParams(
             capabilities=client_capabilities("neovim@v0.11.0"),
@@ -84,63 +113,118 @@ async def measure(text: str, debounce_ms: int) -> None:
         )
     )
     client.initialized(types.InitializedParams())
-    uri = "file:///bench/serving.log"
-
+    result: dict = {}
     start = time.perf_counter()
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(
-            types.TextDocumentItem(uri=uri, language_id="vllm-log", version=1, text=text)
+            types.TextDocumentItem(uri=URI, language_id="vllm-log", version=1, text=text)
         )
     )
-    opened = await wait_version(client, 1) - start
-    roots = [d for d in client.diagnostics[1] if d.severity == types.DiagnosticSeverity.Error]
-    root_line = roots[0].range.start.line if roots else 0
-
-    hovers = []
-    for _ in range(20):
-        t0 = time.perf_counter()
-        hover = await client.text_document_hover_async(
-            types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(root_line, 0))
+    result["open"] = await wait_version(client, 1) - start
+    result["roots"] = root_lines(client, 1)
+    if full:
+        line = (result["roots"] or [1])[0] - 1
+        hovers = []
+        for _ in range(HOVERS):
+            t0 = time.perf_counter()
+            hover = await client.text_document_hover_async(
+                types.HoverParams(types.TextDocumentIdentifier(URI), types.Position(line, 0))
+            )
+            hovers.append(time.perf_counter() - t0)
+        hovers.sort()
+        result["hover_p99"] = hovers[int(len(hovers) * 0.99) - 1]
+        result["hovered"] = hover is not None
+        lines = text.count("\n")
+        rng = serving_lines(random.Random(1))
+        appended = "\n" + "\n".join(next(rng) for _ in range(1000))
+        end = types.Position(lines, len(text) - (text.rfind("\n") + 1))  # ASCII tail: UTF-8 = chars
+        start = time.perf_counter()
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+                [types.TextDocumentContentChangePartial(range=types.Range(end, end), text=appended)],
+            )
         )
-        hovers.append(time.perf_counter() - t0)
-    assert hover is not None, "no hover on the root cause"
-
-    lines = text.count("\n")
-    rng_lines = serving_lines(__import__("random").Random(1))
-    appended = "\n" + "\n".join(next(rng_lines) for _ in range(1000))
-    end = types.Position(lines, len(text) - (text.rfind("\n") + 1))  # ASCII tail: UTF-8 = chars
-    start = time.perf_counter()
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            [types.TextDocumentContentChangePartial(range=types.Range(end, end), text=appended)],
-        )
-    )
-    changed = await wait_version(client, 2) - start
-    same = [d.range.start.line for d in client.diagnostics[2] if d.severity == types.DiagnosticSeverity.Error]
-
+        result["append"] = await wait_version(client, 2) - start
+        result["roots_after"] = root_lines(client, 2)
+    result["rss"] = peak_rss_mb(client)
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
+    return result
 
-    size = len(text.encode()) / 1e6
-    print(f"log: {size:.1f} MB, {lines + 1:,} lines; root cause on line {root_line + 1}")
-    print(f"didOpen → publishDiagnostics:              {opened * 1000:8.0f} ms")
-    print(f"hover on the root cause (median of 20):   {statistics.median(hovers) * 1000:8.1f} ms")
-    print(f"append 1,000 lines → publishDiagnostics:  {changed * 1000:8.0f} ms (debounce {debounce_ms} ms)")
-    assert same == [root_line], same
+
+async def measure(text: str, size_mb: float, expected: list[int], args) -> list[Figure]:
+    subject = [sys.executable, "-m", "vllm_log_lsp.lsp"]
+    null = [sys.executable, str(HERE / "null_server.py")]
+    series = {k: Series() for k in ("null_open", "open", "append", "null_rss", "rss", "hover")}
+    answers: list[tuple[list[int], list[int], bool]] = []
+    for _ in range(args.runs):
+        base = await session(null, text, args.debounce_ms, full=False)
+        ours = await session(subject, text, args.debounce_ms, full=True)
+        series["null_open"].add(base["open"])
+        series["null_rss"].add(base["rss"] + size_mb)
+        for key in ("open", "append", "rss"):
+            series[key].add(ours[key])
+        series["hover"].add(ours["hover_p99"] * 1000)
+        answers.append((ours["roots"], ours["roots_after"], ours["hovered"]))
+    ok = all(before == expected and after == expected and hovered for before, after, hovered in answers)
+    answer = f"root-cause diagnostics on lines {answers[-1][0]}, after the append {answers[-1][1]} (expected {expected})"
+    return [
+        Figure(
+            f"LSP didOpen → diagnostics, {size_mb:.0f} MB / null pygls server",
+            ratios(series["open"], series["null_open"]),
+            "null server",
+            2,
+            answer,
+            ok,
+            f"ours {series['open'].spread(' s')}, null {series['null_open'].spread(' s')}",
+        ),
+        Figure(
+            "LSP append 1,000 lines → diagnostics / didOpen",
+            ratios(series["append"], series["open"]),
+            "didOpen",
+            0.05,
+            answer,
+            ok,
+            f"append {series['append'].spread(' s', digits=3)} (debounce {args.debounce_ms} ms)",
+        ),
+        Figure(
+            "LSP server peak RSS / (null server + log size)",
+            ratios(series["rss"], series["null_rss"]),
+            "null + log",
+            1,
+            answer,
+            ok,
+            f"ours {series['rss'].spread(' MB', digits=0)}, null + log {series['null_rss'].spread(' MB', digits=0)}",
+        ),
+        Figure(
+            f"LSP hover on the root cause, p99 of {HOVERS}",
+            series["hover"],
+            "ms",
+            10,
+            answer,
+            ok,
+            unit=" ms",
+        ),
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=50)
+    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--debounce-ms", type=int, default=0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "serving.log"
-        make_log(path, args.mb)
+        info = make_log(path, args.mb, "serving")
         text = path.read_text(encoding="utf-8")
-    asyncio.run(measure(text, args.debounce_ms))
+        expected = [line for line, _ in expected_crash(check_command(), info)]
+        megabytes = info.megabytes
+    figures = asyncio.run(measure(text, len(text.encode()) / 1048576, expected, args))
+    print(f"log: {megabytes:.1f} MB, {info.lines:,} lines, {info.tracebacks} recovered tracebacks")
+    print_table(figures)
 
 
 if __name__ == "__main__":

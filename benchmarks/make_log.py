@@ -1,27 +1,66 @@
-"""Generate a realistic vLLM serving log of a given size that ends in a crash.
+"""Generate the benchmark's logs: what real vLLM deployments print, at realistic rates.
 
-The body is what a busy V1 API server prints: access-log lines, per-request INFO lines with
-sampling parameters, stats every few seconds, the odd warning. The end is a TP=2 worker OOM
-(the same transcript as tests/fixtures/formats/tp2-worker-oom.log).
+Three shapes, each deterministic for a seed, each with the answer the analysis must give:
 
-    python benchmarks/make_log.py OUT.log --mb 100
+- `serving`: a busy V1 API server (access-log lines, per-request INFO lines with sampling
+  parameters, stats every few seconds, the odd warning) with *recovered per-request tracebacks*
+  every ~1,500 lines, as production logs have them: a bad prompt rejected in pre-processing
+  (`logger.exception`, the header on every line) and a client-side ASGI error (uvicorn's raw
+  chained traceback). It ends in a TP=2 worker OOM (tests/fixtures/formats/tp2-worker-oom.log).
+- `restarts`: a restart loop: the crash logs of tests/fixtures/crash one after another, each
+  started by the API server's version banner as a restarting service prints it, cycled until the
+  requested number of deaths.
+- `all-error`: the worst case for a literal pre-filter: every line is an ERROR line of a logged
+  traceback (an engine that keeps failing requests), then the same TP=2 death.
+
+    python benchmarks/make_log.py OUT.log --shape serving --mb 100
+    python benchmarks/make_log.py OUT.log --shape restarts --deaths 500
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CRASH = ROOT / "tests" / "fixtures" / "formats" / "tp2-worker-oom.log"
+CRASH_LOGS = ROOT / "tests" / "fixtures" / "crash"
+SHAPES = ("serving", "restarts", "all-error")
+#: One recovered per-request traceback every this many lines (real logs: every few thousand).
+TRACEBACK_EVERY = 1500
+BANNER = "INFO 10-03 21:20:01 [api_server.py:1805] vLLM API server version 0.11.0"
 
 
-def serving_lines(rng: random.Random):
+@dataclass
+class Generated:
+    """A generated log and what is known about it."""
+
+    path: Path
+    shape: str
+    lines: int = 0
+    tracebacks: int = 0  # recovered tracebacks in the body (serving, all-error)
+    #: Per death, in order: (first line of its segment, the segment's text); `restarts` only.
+    segments: list[tuple[int, str]] = field(default_factory=list)
+    crash_line: int = 0  # line where the final death transcript starts (serving, all-error)
+
+    @property
+    def megabytes(self) -> float:
+        return self.path.stat().st_size / 1e6
+
+
+def _stamp(second: int) -> str:
+    return f"10-03 {(21 + second // 3600) % 24:02d}:{second // 60 % 60:02d}:{second % 60:02d}"
+
+
+def serving_lines(rng: random.Random) -> Iterator[str]:
+    """Endless healthy serving traffic from one API server."""
     second = 0
     while True:
         second += 1
-        stamp = f"10-03 {(21 + second // 3600) % 24:02d}:{second // 60 % 60:02d}:{second % 60:02d}"
+        stamp = _stamp(second)
         for _ in range(rng.randint(5, 12)):
             rid = f"chatcmpl-{rng.getrandbits(64):016x}"
             tokens = rng.randint(20, 4000)
@@ -44,33 +83,143 @@ def serving_lines(rng: random.Random):
             yield f"(APIServer pid=100) WARNING {stamp} [protocol.py:58] The following fields were present in the request but ignored: {{'stream_options'}}"
 
 
-def make_log(path: Path, megabytes: float, seed: int = 7) -> None:
+def preprocessing_error(rng: random.Random, stamp: str = "10-03 21:30:00") -> list[str]:
+    """A bad prompt rejected by the API server: `logger.exception`, the header on every line."""
+    head = f"(APIServer pid=100) ERROR {stamp} [serving_chat.py:245]"
+    limit = rng.choice([8192, 16384, 32768])
+    asked = limit + rng.randint(1, 5000)
+    return [
+        f"{head} Error in preprocessing prompt inputs",
+        f"{head} Traceback (most recent call last):",
+        f'{head}   File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/serving_chat.py", line 228, in create_chat_completion',
+        f"{head}     ) = await self._preprocess_chat(",
+        f"{head}         ^^^^^^^^^^^^^^^^^^^^^^^^^",
+        f'{head}   File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/serving_engine.py", line 1041, in _preprocess_chat',
+        f"{head}     prompt_inputs = await self._tokenize_prompt_input_async(",
+        f'{head}   File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/serving_engine.py", line 575, in _validate_input',
+        f"{head}     raise ValueError(",
+        f"{head} ValueError: This model's maximum context length is {limit} tokens. However, you requested "
+        f"{asked} tokens ({asked - 100} in the messages, 100 in the completion). Please reduce the length of the messages or completion.",
+    ]
+
+
+def asgi_error(rng: random.Random) -> list[str]:
+    """A request that failed inside the ASGI app: uvicorn prints the raw chained traceback."""
+    p = "(APIServer pid=100)"
+    port = rng.randint(30000, 60000)
+    return [
+        f'{p} INFO:     10.0.3.7:{port} - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
+        f"{p} ERROR:    Exception in ASGI application",
+        f"{p} Traceback (most recent call last):",
+        f'{p}   File "/usr/local/lib/python3.12/dist-packages/starlette/responses.py", line 259, in wrap',
+        f"{p}     await func()",
+        f'{p}   File "/usr/local/lib/python3.12/dist-packages/starlette/responses.py", line 246, in stream_response',
+        f"{p}     await send({{'type': 'http.response.body', 'body': chunk, 'more_body': True}})",
+        f"{p} anyio.ClosedResourceError",
+        f"{p} ",
+        f"{p} During handling of the above exception, another exception occurred:",
+        f"{p} ",
+        f"{p} Traceback (most recent call last):",
+        f'{p}   File "/usr/local/lib/python3.12/dist-packages/uvicorn/protocols/http/httptools_impl.py", line 409, in run_asgi',
+        f"{p}     result = await app(  # type: ignore[func-returns-value]",
+        f'{p}   File "/usr/local/lib/python3.12/dist-packages/starlette/middleware/errors.py", line 186, in __call__',
+        f"{p}     raise exc",
+        f"{p} starlette.requests.ClientDisconnect",
+    ]
+
+
+def _write_lines(out, lines: Iterator[str] | list[str], target: int, written: int) -> tuple[int, int]:
+    """Write lines in batches until `target` bytes; returns (bytes written, lines written)."""
+    count = 0
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) == 2000:
+            written += out.write("\n".join(batch) + "\n")
+            count += len(batch)
+            batch.clear()
+            if written >= target:
+                return written, count
+    if batch:
+        written += out.write("\n".join(batch) + "\n")
+        count += len(batch)
+    return written, count
+
+
+def _with_recovered_tracebacks(rng: random.Random, every: int, info: Generated) -> Iterator[str]:
+    body = serving_lines(rng)
+    n = 0
+    while True:
+        for _ in range(every):
+            yield next(body)
+        n += 1
+        info.tracebacks += 1
+        yield from preprocessing_error(rng) if n % 2 else asgi_error(rng)
+
+
+def _all_error(rng: random.Random, info: Generated) -> Iterator[str]:
+    second = 0
+    while True:
+        second += 1
+        info.tracebacks += 1
+        yield from preprocessing_error(rng, _stamp(second))
+
+
+def make_log(
+    path: Path, megabytes: float = 100, shape: str = "serving", seed: int = 7, **options
+) -> Generated:
+    """Write a log of `shape` of about `megabytes` MB (restarts: `deaths` deaths) to `path`."""
+    if shape == "restarts":
+        return _make_restarts(path, options.get("deaths", 500))
     crash = CRASH.read_text(encoding="utf-8").split("\n")
     startup, death = crash[:12], crash[12:]
-    target = int(megabytes * 1024 * 1024)
     rng = random.Random(seed)
+    info = Generated(path, shape)
     with open(path, "w", encoding="utf-8") as out:
-        written = 0
-        for line in startup:
-            written += out.write(line + "\n")
-        batch: list[str] = []
-        for line in serving_lines(rng):
-            batch.append(line)
-            if len(batch) == 2000:
-                written += out.write("\n".join(batch) + "\n")
-                batch.clear()
-                if written >= target:
-                    break
+        written = out.write("\n".join(startup) + "\n")
+        if shape == "serving":
+            body = _with_recovered_tracebacks(rng, options.get("traceback_every", TRACEBACK_EVERY), info)
+        else:
+            body = _all_error(rng, info)
+        written, count = _write_lines(out, body, int(megabytes * 1e6), written)
         out.write("\n".join(death))
+    info.crash_line = len(startup) + count
+    info.lines = info.crash_line + len(death)
+    return info
+
+
+def restart_segments() -> list[str]:
+    """The crash logs a restart loop cycles through, each as a restarting service prints it."""
+    segments = []
+    for log in sorted(CRASH_LOGS.glob("*.log")):
+        text = log.read_text(encoding="utf-8", errors="replace").rstrip("\n")
+        segments.append(f"{BANNER}\n{text}\n")
+    return segments
+
+
+def _make_restarts(path: Path, deaths: int) -> Generated:
+    info = Generated(path, "restarts")
+    segments = restart_segments()
+    line = 0
+    with open(path, "w", encoding="utf-8") as out:
+        for i in range(deaths):
+            segment = segments[i % len(segments)]
+            info.segments.append((line, segment))
+            out.write(segment)
+            line += segment.count("\n")
+    info.lines = line
+    return info
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
+    parser.add_argument("--shape", choices=SHAPES, default="serving")
     parser.add_argument("--mb", type=float, default=100)
+    parser.add_argument("--deaths", type=int, default=500)
     args = parser.parse_args()
-    make_log(args.out, args.mb)
-    print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB)")
+    info = make_log(args.out, args.mb, args.shape, deaths=args.deaths)
+    print(f"wrote {args.out} ({info.megabytes:.1f} MB, {info.lines:,} lines, {info.tracebacks} tracebacks)")
 
 
 if __name__ == "__main__":
