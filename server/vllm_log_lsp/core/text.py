@@ -23,6 +23,7 @@ from collections.abc import Iterator
 Buffer = bytes | mmap.mmap
 Text = str | Buffer
 
+ESCAPE = "\x1b"
 _ANSI = re.compile(
     r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]"
     # A colour code whose ESC byte was lost in a copy (GitHub, a terminal paste) around vLLM's
@@ -98,6 +99,7 @@ class LogIndex:
         self.is_bytes = not isinstance(text, str)
         self._nl, self._cr, self._crlf = (b"\n", b"\r", b"\r\n") if self.is_bytes else ("\n", "\r", "\r\n")
         self.has_cr = text.find(self._cr) >= 0  # (`in` is a slow item-by-item scan on mmap)
+        self._has_escape: bool | None = None
         self.invalid_utf8_line: int | None = None  # first line seen with undecodable bytes
         self._starts: array | None = None
         # Checkpoints (offset, line) learned while counting, for cheap incremental lookups.
@@ -107,6 +109,14 @@ class LogIndex:
 
     def __len__(self) -> int:
         return len(self.text)
+
+    @property
+    def has_escape(self) -> bool:
+        """Whether the text holds an ESC (ANSI colours): then a line's raw text may not contain
+        what its parsed prefix says (a colour code may sit inside it)."""
+        if self._has_escape is None:
+            self._has_escape = self.text.find(self._lit(ESCAPE)) >= 0
+        return self._has_escape
 
     # -- searching ----------------------------------------------------------------------------
     def _lit(self, literal: str) -> str | bytes:
@@ -310,6 +320,11 @@ class LogIndex:
             start = self._after_break(end)
             line += 1
 
+    def window(self, start: int, line: int, limit: int, literal: str | None = None) -> LineWindow:
+        """The `limit` lines from the line starting at `start` (numbered `line`); with `literal`,
+        only those that may hold it (see `LineWindow`)."""
+        return LineWindow(self, start, line, limit, literal)
+
     def iter_lines_back(self, start: int, line: int, limit: int) -> Iterator[tuple[int, str]]:
         """Yield (line number, text) for the lines before the one starting at `start`."""
         text = self.text
@@ -323,3 +338,81 @@ class LogIndex:
             line -= 1
             yield line, self.slice(prev, end)
             start = prev
+
+
+class LineWindow:
+    """Iterates (line number, text) over a window of `limit` lines of an index.
+
+    With a `literal`, only the lines holding it are read, found with `find` at C speed, their
+    numbers counted with `count`: reading the one writer's lines that follow a traceback costs
+    what `find` costs, not a Python step per line of every other writer. Lines holding an ESC are
+    read too (a colour code may split the literal in the raw text; the reader parses them). The
+    search goes block by block, so a literal that never occurs again costs the window, not the
+    rest of the text. After iterating, `reached_end` tells whether the text ended inside the window
+    (only then may more of it follow in a growing log).
+    """
+
+    _FIRST_BLOCK = 1 << 16
+    _MAX_BLOCK = 1 << 22
+
+    def __init__(self, index: LogIndex, start: int, line: int, limit: int, literal: str | None) -> None:
+        self.index = index
+        self.start, self.line, self.limit = start, line, limit
+        self.literal = literal
+        self.reached_end = False
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        if self.limit <= 0 or self.start > len(self.index.text):
+            return iter(())
+        return self._every_line() if self.literal is None else self._lines_holding(self.literal)
+
+    def _every_line(self) -> Iterator[tuple[int, str]]:
+        index, n = self.index, len(self.index.text)
+        pos, number, last = self.start, self.line, self.line + self.limit - 1
+        while True:
+            end = index.line_end_at(pos)
+            yield number, index.slice(pos, end)
+            if end >= n:
+                self.reached_end = True
+                return
+            if number == last:
+                return
+            pos, number = index._after_break(end), number + 1
+
+    def _next_hit(self, needles: list[str | bytes], pos: int, end: int) -> int:
+        """The first offset in [pos, end) where one of `needles` starts, or -1."""
+        text = self.index.text
+        hits = [h for needle in needles if (h := text.find(needle, pos, end + len(needle) - 1)) >= 0]
+        return min(hits) if hits else -1
+
+    def _lines_holding(self, literal: str) -> Iterator[tuple[int, str]]:
+        index, n = self.index, len(self.index.text)
+        needles = [index._lit(literal)]
+        if index.has_escape:
+            needles.append(index._lit(ESCAPE))
+        # Line numbers come from `line_of`, which counts from the nearest known line (the
+        # pre-filter's tools report the numbers of the lines they found): cheap near them.
+        pos, last = self.start, self.line + self.limit - 1
+        block = self._FIRST_BLOCK
+        while True:
+            block_end = min(n, pos + block)
+            hit = self._next_hit(needles, pos, block_end)
+            if hit < 0:
+                if block_end >= n:
+                    self.reached_end = index.line_of(n) <= last
+                    return
+                if index.line_of(block_end) > last:
+                    return
+                pos, block = block_end, min(block * 2, self._MAX_BLOCK)
+                continue
+            number = index.line_of(hit)
+            if number > last:
+                return
+            start, end = index.line_start_at(hit), index.line_end_at(hit)
+            yield number, index.slice(start, end)
+            if end >= n:
+                self.reached_end = True
+                return
+            if number == last:
+                return
+            pos = index._after_break(end)

@@ -134,6 +134,22 @@ def _same_writer(line: LogLine, first: LogLine) -> bool:
     return line.stream == first.stream and line.source == first.source
 
 
+def writer_literal(first: LogLine) -> str | None:
+    """A piece of text every line of `first`'s writer holds (barring colour codes), or None.
+
+    A same-writer line has the same logger source (`file.py:N`) and the same prefix chain, so
+    its text holds that source, or its process prefix `(Name pid=`, or any piece of the chain
+    (a runtime prefix, `rank0`, `raylet`): each is copied verbatim from the line. A writer with
+    none (plain lines of an unprefixed log) has no such literal.
+    """
+    if first.source:
+        return first.source
+    if first.process:
+        return f"{first.process} pid="  # (not the number: `pid=07` is parsed as 7)
+    pieces = re.split(r"[|/:]", first.stream)
+    return max(pieces, key=len) or None
+
+
 def read_traceback(index: LogIndex, start_offset: int, first: LogLine) -> Traceback:
     """Read the traceback whose header is `first` (a parsed line starting at `start_offset`)."""
     tb = Traceback(
@@ -149,15 +165,20 @@ def read_traceback(index: LogIndex, start_offset: int, first: LogLine) -> Traceb
             tb.preamble_record = prev
             break
     reader = _ChainReader(tb)
-    lines = index.iter_lines_from(index.next_line_start(start_offset), first.number + 1, _MAX_LINES)
-    for number, raw in lines:
+    # Only lines that can be the writer's are read: other processes' lines in between are
+    # skipped at C speed (see `LineWindow`).
+    start = index.next_line_start(start_offset)
+    window = index.window(start, first.number + 1, _MAX_LINES, writer_literal(first))
+    for number, raw in window:
         line = parse_line(number, raw)
         if not _same_writer(line, first):
             continue
         if not reader.feed(line):
             break
     else:
-        tb.open = True
+        # Open only when the text ended: a growing log may continue it. A traceback whose
+        # window closed before the end cannot change when text is appended.
+        tb.open = window.reached_end
     reader.finish()
     return tb
 

@@ -1,0 +1,160 @@
+"""The fast paths read exactly what the plain ones read (speed must never change an answer).
+
+- `LineWindow` with a literal yields the lines of the plain window that hold the literal (or an
+  ESC), with the same numbers, over `str`, `bytes` and a memory map, whatever the line breaks
+  and however the search blocks fall;
+- a traceback read by jumping to its writer's lines equals the one read line by line, on every
+  traceback of the corpus and on interleaved variants;
+- "still open" means the reading reached the end of the text, not the line cap.
+"""
+
+from __future__ import annotations
+
+import mmap
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from support import CRASH, FORMATS, crash_labels, healthy_logs, read_log
+from vllm_log_lsp.core import text as text_mod
+from vllm_log_lsp.core import tracebacks
+from vllm_log_lsp.core.lines import parse_line
+from vllm_log_lsp.core.text import LineWindow, LogIndex
+from vllm_log_lsp.core.tracebacks import TRACEBACK_HEADER, read_traceback, writer_literal
+
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PIECES = ["lit", "li", "t", "x", "\n", "\r\n", "\r", "\x1b[0m", "模", " "]
+texts = st.lists(st.sampled_from(PIECES), max_size=80).map("".join)
+
+
+def plain_window(index: LogIndex, start: int, line: int, limit: int) -> tuple[list, bool]:
+    window = index.window(start, line, limit)
+    return list(window), window.reached_end
+
+
+def as_indexes(text: str, tmp_path_factory) -> list[LogIndex]:
+    data = text.encode("utf-8")
+    indexes = [LogIndex(text), LogIndex(data)]
+    if data:
+        path = tmp_path_factory.mktemp("mm") / "log"
+        path.write_bytes(data)
+        with open(path, "rb") as handle:
+            indexes.append(LogIndex(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)))
+    return indexes
+
+
+@FAST
+@given(
+    text=texts,
+    first_line=st.integers(0, 30),
+    limit=st.integers(0, 12),
+    block=st.sampled_from([1, 2, 3, 7, 1 << 16]),
+)
+def test_literal_window_is_the_plain_window_filtered(
+    text: str, first_line: int, limit: int, block: int, tmp_path_factory
+) -> None:
+    for index in as_indexes(text, tmp_path_factory):
+        first_line = min(first_line, index.line_count - 1)
+        start = index.line_start(first_line)
+        every, ended = plain_window(index, start, first_line, limit)
+        wanted = [(n, t) for n, t in every if "lit" in t or "\x1b" in t]
+        window = LineWindow(index, start, first_line, limit, "lit")
+        window._FIRST_BLOCK = block
+        got = [(n, t) for n, t in window if "lit" in t or "\x1b" in t]
+        assert got == wanted
+        assert window.reached_end == ended
+        # Only lines that may hold the literal are read (the point of the fast path).
+        assert all("lit" in t or "\x1b" in t for _, t in LineWindow(index, start, first_line, limit, "lit"))
+
+
+@FAST
+@given(texts, st.integers(0, 12))
+def test_plain_window_ends_where_the_text_ends(text: str, limit: int) -> None:
+    index = LogIndex(text)
+    lines, ended = plain_window(index, 0, 0, limit)
+    count = index.line_count
+    assert [n for n, _ in lines] == list(range(min(limit, count)))
+    assert ended == (limit > 0 and count <= limit)
+
+
+def traceback_headers(text: str) -> list[tuple[int, int]]:
+    """(offset, line) of every traceback header line of `text`."""
+    index = LogIndex(text)
+    found = []
+    pos = index.find(TRACEBACK_HEADER)
+    while pos >= 0:
+        start = index.line_start_at(pos)
+        found.append((start, index.line_of(start)))
+        pos = index.find(TRACEBACK_HEADER, index.line_end_at(pos))
+    return found
+
+
+def read_both_ways(text: str, monkeypatch) -> None:
+    index = LogIndex(text)
+    for start, number in traceback_headers(text):
+        first = parse_line(number, index.line_at(start))
+        fast = read_traceback(index, start, first)
+        with monkeypatch.context() as patch:
+            patch.setattr(tracebacks, "writer_literal", lambda line: None)
+            slow = read_traceback(index, start, first)
+        assert fast == slow
+
+
+CORPUS = [read_log(CRASH / label["file"]) for label in crash_labels()]
+CORPUS += [read_log(path) for path in healthy_logs()] + [read_log(p) for p in sorted(FORMATS.glob("*.log"))]
+
+
+@pytest.mark.parametrize("text", CORPUS, ids=lambda t: str(len(t)))
+def test_tracebacks_read_by_writer_jumps_equal_line_by_line(text: str, monkeypatch) -> None:
+    read_both_ways(text, monkeypatch)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.sampled_from(CORPUS), seed=st.integers(0, 2**32))
+def test_shuffled_and_coloured_variants_read_alike(text: str, seed: int, monkeypatch) -> None:
+    """Interleavings the corpus lacks: lines moved around, colour codes inside prefixes."""
+    rng = random.Random(seed)
+    lines = text.split("\n")
+    for _ in range(len(lines) // 4):
+        i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
+        lines[i], lines[j] = lines[j], lines[i]
+    if rng.random() < 0.5:
+        lines = [ln.replace(" pid=", " \x1b[1mpid=", 1) if rng.random() < 0.3 else ln for ln in lines]
+    read_both_ways("\n".join(lines), monkeypatch)
+
+
+def test_the_writer_literal_is_in_every_line_of_the_writer() -> None:
+    cases = [
+        "(Worker_TP1 pid=302) ERROR 10-03 21:22:46 [multiproc_executor.py:671] Traceback (most recent call last):",
+        "(EngineCore_DP0 pid=200) Traceback (most recent call last):",
+        "(VllmWorker rank=1 pid=2) Traceback (most recent call last):",
+        "qwen3-vl-32b  | Traceback (most recent call last):",
+        "[rank0]: Traceback (most recent call last):",
+        "(RayWorkerWrapper pid=007, ip=10.0.0.1) Traceback (most recent call last):",
+        "(pid=12, ip=10.0.0.1) Traceback (most recent call last):",
+    ]
+    for raw in cases:
+        line = parse_line(0, raw)
+        literal = writer_literal(line)
+        assert literal is not None and literal in raw
+    assert writer_literal(parse_line(0, "Traceback (most recent call last):")) is None
+
+
+def test_open_only_when_the_reading_reached_the_end(monkeypatch) -> None:
+    monkeypatch.setattr(tracebacks, "_MAX_LINES", 5)
+    header = "(EngineCore pid=1) Traceback (most recent call last):"
+    frame = '(EngineCore pid=1)   File "x.py", line 1, in f'
+    other = "(APIServer pid=2) INFO 10-03 21:22:46 [loggers.py:1] stats"
+    for body, is_open in (([frame], True), ([other] * 10, False), ([frame, *[other] * 10], False)):
+        text = "\n".join([header, *body])
+        index = LogIndex(text)
+        tb = read_traceback(index, 0, parse_line(0, header))
+        assert tb.open is is_open, body
+
+
+def test_escape_is_looked_up_once() -> None:
+    assert LogIndex("a\x1b[0mb").has_escape
+    assert not LogIndex(b"plain\n").has_escape
+    assert text_mod.ESCAPE == "\x1b"
