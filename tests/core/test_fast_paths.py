@@ -22,7 +22,7 @@ from vllm_log_lsp.core import text as text_mod
 from vllm_log_lsp.core import tracebacks
 from vllm_log_lsp.core.lines import parse_line
 from vllm_log_lsp.core.text import LineWindow, LogIndex
-from vllm_log_lsp.core.tracebacks import TRACEBACK_HEADER, read_traceback, writer_literal
+from vllm_log_lsp.core.tracebacks import TRACEBACK_HEADER, read_traceback, writer_literals
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PIECES = ["lit", "li", "t", "x", "\n", "\r\n", "\r", "\x1b[0m", "模", " "]
@@ -60,13 +60,13 @@ def test_literal_window_is_the_plain_window_filtered(
         start = index.line_start(first_line)
         every, ended = plain_window(index, start, first_line, limit)
         wanted = [(n, t) for n, t in every if "lit" in t or "\x1b" in t]
-        window = LineWindow(index, start, first_line, limit, "lit")
+        window = LineWindow(index, start, first_line, limit, ("lit",))
         window._FIRST_BLOCK = block
-        got = [(n, t) for n, t in window if "lit" in t or "\x1b" in t]
-        assert got == wanted
+        got = list(window)
+        assert got == wanted  # only lines that may hold the literal are read
         assert window.reached_end == ended
-        # Only lines that may hold the literal are read (the point of the fast path).
-        assert all("lit" in t or "\x1b" in t for _, t in LineWindow(index, start, first_line, limit, "lit"))
+        both = LineWindow(index, start, first_line, limit, ("li", "x"))
+        assert list(both) == [(n, t) for n, t in every if ("li" in t and "x" in t) or "\x1b" in t]
 
 
 @FAST
@@ -97,7 +97,7 @@ def read_both_ways(text: str, monkeypatch) -> None:
         first = parse_line(number, index.line_at(start))
         fast = read_traceback(index, start, first)
         with monkeypatch.context() as patch:
-            patch.setattr(tracebacks, "writer_literal", lambda line: None)
+            patch.setattr(tracebacks, "writer_literals", lambda line: ())
             slow = read_traceback(index, start, first)
         assert fast == slow
 
@@ -137,9 +137,12 @@ def test_the_writer_literal_is_in_every_line_of_the_writer() -> None:
     ]
     for raw in cases:
         line = parse_line(0, raw)
-        literal = writer_literal(line)
-        assert literal is not None and literal in raw
-    assert writer_literal(parse_line(0, "Traceback (most recent call last):")) is None
+        literals = writer_literals(line)
+        assert literals and all(literal in raw for literal in literals)
+    assert writer_literals(parse_line(0, "Traceback (most recent call last):")) == ()
+    assert writer_literals(parse_line(0, "(EngineCore_DP0 pid=07) Traceback (most recent call last):")) == (
+        "EngineCore_DP0 pid=07",
+    )
 
 
 def test_open_only_when_the_reading_reached_the_end(monkeypatch) -> None:

@@ -17,7 +17,7 @@ import bisect
 import mmap
 import re
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 #: What the index can read: an editor's text, a file's bytes, or a file mapped into memory.
 Buffer = bytes | mmap.mmap
@@ -320,10 +320,10 @@ class LogIndex:
             start = self._after_break(end)
             line += 1
 
-    def window(self, start: int, line: int, limit: int, literal: str | None = None) -> LineWindow:
-        """The `limit` lines from the line starting at `start` (numbered `line`); with `literal`,
-        only those that may hold it (see `LineWindow`)."""
-        return LineWindow(self, start, line, limit, literal)
+    def window(self, start: int, line: int, limit: int, literals: Sequence[str] = ()) -> LineWindow:
+        """The `limit` lines from the line starting at `start` (numbered `line`); with `literals`,
+        only those that may hold them all (see `LineWindow`)."""
+        return LineWindow(self, start, line, limit, tuple(literals))
 
     def iter_lines_back(self, start: int, line: int, limit: int) -> Iterator[tuple[int, str]]:
         """Yield (line number, text) for the lines before the one starting at `start`."""
@@ -343,28 +343,29 @@ class LogIndex:
 class LineWindow:
     """Iterates (line number, text) over a window of `limit` lines of an index.
 
-    With a `literal`, only the lines holding it are read, found with `find` at C speed, their
-    numbers counted with `count`: reading the one writer's lines that follow a traceback costs
-    what `find` costs, not a Python step per line of every other writer. Lines holding an ESC are
-    read too (a colour code may split the literal in the raw text; the reader parses them). The
-    search goes block by block, so a literal that never occurs again costs the window, not the
-    rest of the text. After iterating, `reached_end` tells whether the text ended inside the window
-    (only then may more of it follow in a growing log).
+    With `literals`, only the lines holding all of them are read: the first is found with `find`
+    at C speed, the others checked in the line found, and line numbers come from `line_of`
+    (counting from the nearest known line): reading the one writer's lines that follow a
+    traceback costs what `find` costs, not a Python step per line of every other writer. Lines
+    holding an ESC are read too (a colour code may split a literal in the raw text). The search
+    goes block by block, so a literal that never occurs again costs the window, not the rest of
+    the text. After iterating, `reached_end` tells whether the text ended inside the window (only
+    then may more of it follow in a growing log).
     """
 
     _FIRST_BLOCK = 1 << 16
     _MAX_BLOCK = 1 << 22
 
-    def __init__(self, index: LogIndex, start: int, line: int, limit: int, literal: str | None) -> None:
+    def __init__(self, index: LogIndex, start: int, line: int, limit: int, literals: tuple[str, ...]) -> None:
         self.index = index
         self.start, self.line, self.limit = start, line, limit
-        self.literal = literal
+        self.literals = literals
         self.reached_end = False
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         if self.limit <= 0 or self.start > len(self.index.text):
             return iter(())
-        return self._every_line() if self.literal is None else self._lines_holding(self.literal)
+        return self._lines_holding() if self.literals else self._every_line()
 
     def _every_line(self) -> Iterator[tuple[int, str]]:
         index, n = self.index, len(self.index.text)
@@ -385,13 +386,12 @@ class LineWindow:
         hits = [h for needle in needles if (h := text.find(needle, pos, end + len(needle) - 1)) >= 0]
         return min(hits) if hits else -1
 
-    def _lines_holding(self, literal: str) -> Iterator[tuple[int, str]]:
+    def _lines_holding(self) -> Iterator[tuple[int, str]]:
         index, n = self.index, len(self.index.text)
-        needles = [index._lit(literal)]
+        needles = [index._lit(self.literals[0])]
         if index.has_escape:
             needles.append(index._lit(ESCAPE))
-        # Line numbers come from `line_of`, which counts from the nearest known line (the
-        # pre-filter's tools report the numbers of the lines they found): cheap near them.
+        rest = self.literals[1:]
         pos, last = self.start, self.line + self.limit - 1
         block = self._FIRST_BLOCK
         while True:
@@ -409,7 +409,9 @@ class LineWindow:
             if number > last:
                 return
             start, end = index.line_start_at(hit), index.line_end_at(hit)
-            yield number, index.slice(start, end)
+            text = index.slice(start, end)
+            if ESCAPE in text or all(literal in text for literal in rest):
+                yield number, text
             if end >= n:
                 self.reached_end = True
                 return

@@ -134,20 +134,24 @@ def _same_writer(line: LogLine, first: LogLine) -> bool:
     return line.stream == first.stream and line.source == first.source
 
 
-def writer_literal(first: LogLine) -> str | None:
-    """A piece of text every line of `first`'s writer holds (barring colour codes), or None.
+def writer_literals(first: LogLine) -> tuple[str, ...]:
+    """Pieces of text every line of `first`'s writer holds (barring colour codes), rarest first.
 
     A same-writer line has the same logger source (`file.py:N`) and the same prefix chain, so
-    its text holds that source, or its process prefix `(Name pid=`, or any piece of the chain
+    its text holds that source, its process prefix `Name pid=N`, and every piece of the chain
     (a runtime prefix, `rank0`, `raylet`): each is copied verbatim from the line. A writer with
-    none (plain lines of an unprefixed log) has no such literal.
+    none of them (plain lines of an unprefixed log) has none.
     """
+    found: list[str] = []
     if first.source:
-        return first.source
+        found.append(first.source)
     if first.process:
-        return f"{first.process} pid="  # (not the number: `pid=07` is parsed as 7)
-    pieces = re.split(r"[|/:]", first.stream)
-    return max(pieces, key=len) or None
+        # The digits as printed (`pid=07` is parsed as 7).
+        printed = re.search(re.escape(first.process) + r" pid=\d+", first.text)
+        found.append(printed.group(0) if printed else f"{first.process} pid=")
+    pieces = sorted((p for p in re.split(r"[|/:]", first.stream) if p), key=len, reverse=True)
+    found.extend(p for p in pieces if not any(p in f for f in found))
+    return tuple(found)
 
 
 def read_traceback(index: LogIndex, start_offset: int, first: LogLine) -> Traceback:
@@ -168,7 +172,7 @@ def read_traceback(index: LogIndex, start_offset: int, first: LogLine) -> Traceb
     # Only lines that can be the writer's are read: other processes' lines in between are
     # skipped at C speed (see `LineWindow`).
     start = index.next_line_start(start_offset)
-    window = index.window(start, first.number + 1, _MAX_LINES, writer_literal(first))
+    window = index.window(start, first.number + 1, _MAX_LINES, writer_literals(first))
     for number, raw in window:
         line = parse_line(number, raw)
         if not _same_writer(line, first):
