@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import mmap
 import random
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -161,3 +162,26 @@ def test_escape_is_looked_up_once() -> None:
     assert LogIndex("a\x1b[0mb").has_escape
     assert not LogIndex(b"plain\n").has_escape
     assert text_mod.ESCAPE == "\x1b"
+
+
+@FAST
+@given(texts, st.sampled_from([1, 2, 5, 1 << 20]))
+def test_line_table_built_in_chunks_is_exact(text: str, chunk: int) -> None:
+    """The table is built a chunk at a time (bounded memory); chunks end anywhere."""
+    for source in (text, text.encode("utf-8")):
+        index = LogIndex(source)
+        index._BUILD_CHUNK = chunk
+        breaks = "\r\n|\r|\n" if isinstance(source, str) else b"\r\n|\r|\n"
+        expected = [0] + [m.end() for m in re.finditer(breaks, source)]
+        assert list(index._build()) == expected
+
+
+@FAST
+@given(texts, texts)
+def test_a_grown_index_knows_what_the_old_text_held(old: str, appended: str) -> None:
+    previous = LogIndex.following(old, None)
+    assert previous.has_escape == ("\x1b" in old)
+    grown = LogIndex.following(old + appended, previous)
+    fresh = LogIndex(old + appended)
+    assert (grown.has_cr, grown.has_escape) == (fresh.has_cr, fresh.has_escape)
+    assert list(grown._build()) == list(fresh._build())

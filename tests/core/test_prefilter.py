@@ -53,6 +53,21 @@ def test_tools_and_python_agree(kind: str, text: str) -> None:
 
 
 @TOOLS
+@pytest.mark.parametrize("text", sample_texts(), ids=lambda t: str(len(t)))
+def test_a_text_with_its_line_table_is_piped_in_pieces(kind: str, text: str, monkeypatch) -> None:
+    """An editor's text is piped a few characters at a time; line numbers give the offsets."""
+    search = tool(kind)
+    monkeypatch.setattr(prefilter, "_PIPE_CHUNK", 7)  # pieces end inside characters' lines
+    expected = prefilter._python_scan(LogIndex(text), sorted(LITERALS), 0)
+    index = LogIndex.following(text, None)
+    assert index.has_line_table
+    for begin in (0, index.line_start(index.line_count // 2)):
+        found = prefilter.candidate_lines(index, LITERALS, begin, tool=search)
+        assert [o for o, _ in found] == [o for o, _ in expected if o >= begin]
+        assert [n for _, n in found] == [index.line_of(o) for o, _ in found]
+
+
+@TOOLS
 def test_a_file_is_read_by_the_tool(kind: str, tmp_path, monkeypatch) -> None:
     search = tool(kind)
     monkeypatch.setattr(prefilter, "search_tool", lambda kinds=prefilter.TOOLS: search)

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 
 from . import catalog as catalog_mod
@@ -70,9 +71,20 @@ class Analyzer:
         self._stats: StatsScan | None = None
         self.reused_offset = 0  # how much of the text the last call did not scan again
         self._prefix: re.Pattern[str] | None = None  # the log's own outer prefix (learned)
+        # Each candidate with its wrappers recognised, kept for the candidates a re-scan reuses
+        # (recognising them is the costly part of grouping a long log's deaths).
+        self._unwrapped: dict[int, tuple[Candidate, Candidate]] = {}
 
-    def analyze(self, text: Text, warnings: tuple[str, ...] = (), path: str | None = None) -> Analysis:
-        index = LogIndex(text, path)
+    def analyze(
+        self,
+        text: Text,
+        warnings: tuple[str, ...] = (),
+        path: str | None = None,
+        index: LogIndex | None = None,
+    ) -> Analysis:
+        """Analyse `text`; `index`, when given, is an index of exactly this text (the language
+        server builds its line table first and shares it)."""
+        index = index if index is not None else LogIndex(text, path)
         scan, start = self._reusable_scan(text, index)
         if start == 0:
             self._prefix = learn_outer_prefix(raw for _, raw in index.iter_lines_from(0, 0, _LEARN_LINES))
@@ -82,7 +94,16 @@ class Analyzer:
             kept = self._stats.before(index.line_of(start)) if self._stats is not None and start else None
             stats = scan_stats(index, kept, start if kept is not None else 0)
             self._text, self._scan, self._index, self._stats = text, scan, index, stats
-            return _analysis(index, self.catalog, scan, warnings, stats)
+            return _analysis(index, self.catalog, scan, warnings, stats, self._unwrap)
+
+    def _unwrap(self, scan: Scan) -> list[Candidate]:
+        """`unwrap_candidates` of the scan, recognising only the candidates not seen before."""
+        known = self._unwrapped
+        fresh = [c for c in scan.events if id(c) not in known]
+        for cand, unwrapped in zip(fresh, unwrap_candidates(self.catalog, Scan(events=fresh)), strict=True):
+            known[id(cand)] = (cand, unwrapped)
+        self._unwrapped = {id(c): known[id(c)] for c in scan.events}  # (the pair keeps each id taken)
+        return [known[id(c)][1] for c in scan.events]
 
     def _reusable_scan(self, text: Text, index: LogIndex) -> tuple[Scan | None, int]:
         old, scan, old_index = self._text, self._scan, self._index
@@ -110,9 +131,15 @@ class Analyzer:
 
 
 def _analysis(
-    index: LogIndex, catalog: Catalog, scan: Scan, warnings: tuple[str, ...], stats: StatsScan
+    index: LogIndex,
+    catalog: Catalog,
+    scan: Scan,
+    warnings: tuple[str, ...],
+    stats: StatsScan,
+    unwrap: Callable[[Scan], list[Candidate]] | None = None,
 ) -> Analysis:
-    pools = sorted(unwrap_candidates(catalog, scan), key=lambda c: c.event.line)
+    unwrapped = unwrap(scan) if unwrap is not None else unwrap_candidates(catalog, scan)
+    pools = sorted(unwrapped, key=lambda c: c.event.line)
     incidents = group_incidents(index, catalog, scan, pools)
     findings: list[Finding] = []
     runs: dict[tuple[str, int], RunSegment] = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from .text import LogIndex
 from .tools import find_program
@@ -79,7 +79,9 @@ def _command(tool: Tool, literals: list[str], path: str | None) -> list[str]:
     return [*command, "--", path if path is not None else "-"]
 
 
-def _run_tool(tool: Tool, literals: list[str], path: str | None, data: bytes | None) -> bytes | None:
+def _run_tool(
+    tool: Tool, literals: list[str], path: str | None, data: bytes | Iterable[bytes] | None
+) -> bytes | None:
     """The tool's output rows for `path` (or `data` piped in); None if the tool failed."""
     try:
         with subprocess.Popen(
@@ -99,19 +101,35 @@ def _run_tool(tool: Tool, literals: list[str], path: str | None, data: bytes | N
     return output if code in (0, 1) else None  # 1: no line matched
 
 
-def _feed(proc: subprocess.Popen, data: bytes | None) -> None:
+def _feed(proc: subprocess.Popen, data: bytes | Iterable[bytes] | None) -> None:
     try:
         if proc.stdin is not None:
-            proc.stdin.write(data or b"")
+            for piece in [data] if isinstance(data, bytes) else data or ():
+                proc.stdin.write(piece)
             proc.stdin.close()
     except (BrokenPipeError, OSError):
         pass
+
+
+#: Characters encoded at a time when an editor's text is piped to a tool.
+_PIPE_CHUNK = 1 << 22
+
+
+def _utf8_pieces(text: str, begin: int) -> Iterator[bytes]:
+    """text[begin:] as UTF-8, a piece at a time (never the whole text encoded at once)."""
+    for start in range(begin, len(text), _PIPE_CHUNK):
+        yield text[start : start + _PIPE_CHUNK].encode("utf-8", "surrogatepass")
 
 
 def _tool_scan(
     tool: Tool, index: LogIndex, literals: list[str], begin: int
 ) -> list[tuple[int, int | None]] | None:
     text = index.text
+    if not index.is_bytes and index.has_line_table:
+        # An editor's text with its line table: the tool's line numbers give the offsets, so
+        # the text is piped a piece at a time and no byte offset needs converting.
+        output = _run_tool(tool, literals, None, _utf8_pieces(text, begin))
+        return None if output is None else _rows_by_line(index, output, begin)
     if index.is_bytes:
         direct = index.path is not None and begin == 0
         segment = None if direct else bytes(text[begin:])
@@ -141,4 +159,20 @@ def _tool_scan(
             pos = begin + byte_offset
         byte_pos = byte_offset
         found.append((pos, first_line + line_no))
+    return found
+
+
+def _rows_by_line(index: LogIndex, output: bytes, begin: int) -> list[tuple[int, int | None]] | None:
+    """(line start, line number) of each `LINE:...` row, the numbers counted from `begin`'s line."""
+    first_line = index.line_of(begin)
+    found: list[tuple[int, int | None]] = []
+    for row in output.split(b"\n"):
+        if not row:
+            continue
+        number, _, _ = row.partition(b":")
+        try:
+            line = first_line + int(number) - 1
+        except ValueError:
+            return None
+        found.append((index.line_start(line), line))
     return found

@@ -18,6 +18,7 @@ import mmap
 import re
 from array import array
 from collections.abc import Iterator, Sequence
+from itertools import accumulate
 
 #: What the index can read: an editor's text, a file's bytes, or a file mapped into memory.
 Buffer = bytes | mmap.mmap
@@ -93,12 +94,14 @@ class LogIndex:
     file holding exactly those bytes, so the pre-filter can let grep read it directly.
     """
 
-    def __init__(self, text: Text, path: str | None = None) -> None:
+    def __init__(self, text: Text, path: str | None = None, *, has_cr: bool | None = None) -> None:
         self.text = text
         self.path = path
         self.is_bytes = not isinstance(text, str)
         self._nl, self._cr, self._crlf = (b"\n", b"\r", b"\r\n") if self.is_bytes else ("\n", "\r", "\r\n")
-        self.has_cr = text.find(self._cr) >= 0  # (`in` is a slow item-by-item scan on mmap)
+        if has_cr is None:  # (known already when the text extends an indexed one)
+            has_cr = text.find(self._cr) >= 0  # (`in` is a slow item-by-item scan on mmap)
+        self.has_cr = has_cr
         self._has_escape: bool | None = None
         self.invalid_utf8_line: int | None = None  # first line seen with undecodable bytes
         self._starts: array | None = None
@@ -109,6 +112,11 @@ class LogIndex:
 
     def __len__(self) -> int:
         return len(self.text)
+
+    @property
+    def has_line_table(self) -> bool:
+        """Whether the full line table is built (line numbers and starts are then lookups)."""
+        return self._starts is not None
 
     @property
     def has_escape(self) -> bool:
@@ -232,26 +240,30 @@ class LogIndex:
         """An index of `text` with its full line table built, reusing `previous`'s table when
         `text` only appends to the text `previous` indexed (a growing log): the cost is then
         that of the appended part, not of the whole text."""
-        index = cls(text)
         old = previous._starts if previous is not None else None
         if (
             old is None
             or previous is None
-            or index.is_bytes != previous.is_bytes
+            or isinstance(text, str) == previous.is_bytes
             or isinstance(text, mmap.mmap)
             or len(text) < len(previous.text)
             or not text.startswith(previous.text)
         ):
+            index = cls(text)
             index._build()
             return index
         # Keep every start before the old last line (its end may have moved) and rescan from it;
         # from the line before when the old text ended in `\r` (an appended `\n` joins it).
         cut = len(old) - 1
-        if cut > 0 and previous.text[old[cut] - 1 : old[cut]] == index._cr:
+        if cut > 0 and previous.text[old[cut] - 1 : old[cut]] == previous._cr:
             cut -= 1
         resume = old[cut]
         tail = cls(text[resume:])
         tail._build()
+        # What the old text held, it still holds: only the tail is searched.
+        index = cls(text, has_cr=previous.has_cr or tail.has_cr)
+        if previous._has_escape is not None:
+            index._has_escape = previous._has_escape or tail.has_escape
         starts = array("q", old[:cut])
         starts.extend(resume + s for s in tail._starts)
         index._starts = starts
@@ -260,21 +272,33 @@ class LogIndex:
     # -- full index (built on demand) ---------------------------------------------------------
     def _build(self) -> array:
         if self._starts is None:
-            text = bytes(self.text) if isinstance(self.text, mmap.mmap) else self.text
-            if self.has_cr:
-                pattern = rb"\r\n|\r|\n" if self.is_bytes else r"\r\n|\r|\n"
-                ends = [m.end() for m in re.finditer(pattern, text)]
-            else:
-                # Accumulating split lengths is far faster than a find() loop in Python.
-                ends = []
-                total = 0
-                for part in text.split(self._nl)[:-1]:
-                    total += len(part) + 1
-                    ends.append(total)
             starts = array("q", [0])
-            starts.extend(ends)
+            if self.has_cr:
+                text = bytes(self.text) if isinstance(self.text, mmap.mmap) else self.text
+                pattern = rb"\r\n|\r|\n" if self.is_bytes else r"\r\n|\r|\n"
+                starts.extend(m.end() for m in re.finditer(pattern, text))
+            else:
+                self._extend_starts(starts)
             self._starts = starts
         return self._starts
+
+    #: Characters split at a time when building the line table (bounds its transient memory).
+    _BUILD_CHUNK = 1 << 20
+
+    def _extend_starts(self, starts: array) -> None:
+        """Append the start of every line after the first (text without `\r`), chunk by chunk:
+        each chunk is split on `\n` and its line lengths accumulated in C."""
+        text, nl, n = self.text, self._nl, len(self.text)
+        pos = 0
+        while pos < n:
+            end = text.find(nl, min(n, pos + self._BUILD_CHUNK) - 1)
+            end = n if end < 0 else end + 1  # the chunk ends just after a line break
+            parts = text[pos:end].split(nl)
+            parts.pop()  # what follows the chunk's last break belongs to the next chunk
+            following = accumulate(map((1).__add__, map(len, parts)), initial=pos)
+            next(following)  # `pos` itself is already in the table
+            starts.extend(following)
+            pos = end
 
     @property
     def line_count(self) -> int:

@@ -60,9 +60,10 @@ def compute(
         )
         empty = Analysis(findings=(), precursors=(), runs=(), line_count=0)
         return AnalysisResult(version, index, empty, settings, skipped_reason=reason)
-    analysis = analyzer.analyze(text, warnings or input_warnings(text))
-    # Build the line table here, off the event loop; a growing log extends the previous one.
+    # Build the line table here, off the event loop (a growing log extends the previous one),
+    # before the analysis, which then numbers lines by lookup instead of by counting.
     index = LogIndex.following(text, previous)
+    analysis = analyzer.analyze(text, warnings or input_warnings(text), index=index)
     result = AnalysisResult(version, index, analysis, settings, newline_only=newline_only)
     result.lines  # noqa: B018 -- built here, off the event loop, like the line table
     return result

@@ -78,6 +78,7 @@ class DocumentState:
     pending: asyncio.Task | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     outline_cache: tuple[AnalysisResult, list] | None = None  # (result, core RunOutlines)
+    last_line: tuple[int, int] | None = None  # (number, start) of `text`'s last line, when known
 
 
 class DocumentStore:

@@ -62,8 +62,12 @@ class VllmLogProtocol(LanguageServerProtocol):
             )
             return None
         server = self._server
-        state.text = apply_changes(
-            state.text, params.content_changes, server.position_encoding, server.newline_only_lines
+        state.text, state.last_line = apply_changes(
+            state.text,
+            params.content_changes,
+            server.position_encoding,
+            server.newline_only_lines,
+            state.last_line,
         )
         state.version = params.text_document.version
         if not state.served:

@@ -3,8 +3,9 @@
 We keep log text ourselves instead of in pygls's workspace: pygls numbers lines with
 `str.splitlines` (which also breaks on form feeds, `\\x1c-\\x1e`, `\\x85`, U+2028/U+2029: a log
 containing one would be edited at the wrong place) and rebuilds the whole text in a Python loop
-on every change. Here an append (a tailed log growing) is one concatenation, and any other edit
-costs one C-speed line index of the text.
+on every change. Here an append (a tailed log growing) is one concatenation and a count of what
+it appends (the last line is kept between edits), and any other edit costs one C-speed line index
+of the text.
 """
 
 from __future__ import annotations
@@ -14,9 +15,13 @@ from lsprotocol import types
 from ..core.text import LogIndex
 from .positions import ClientLines, from_client_column
 
+#: (number, start offset) of a text's last line, as the client counts lines.
+LastLine = tuple[int, int]
 
-def _last_line(text: str, newline_only: bool) -> tuple[int, int]:
-    """(number, start offset) of the last line of `text`, as the client counts lines."""
+
+def last_line(text: str, newline_only: bool = False) -> LastLine:
+    """(number, start offset) of the last line of `text`, as the client counts lines
+    (`newline_only`: a bare `\\r` does not end one). Counts every line: once per document."""
     count = text.count("\n")
     last = text.rfind("\n")
     if "\r" in text and not newline_only:
@@ -25,25 +30,45 @@ def _last_line(text: str, newline_only: bool) -> tuple[int, int]:
     return count, last + 1
 
 
+def _after_append(last: LastLine, text: str, appended: str, newline_only: bool) -> LastLine:
+    """The last line of `text + appended`, from that of `text`: the cost of `appended` only."""
+    number, start = last
+    breaks = appended.count("\n")
+    final = appended.rfind("\n")
+    if not newline_only:
+        if "\r" in appended:
+            breaks += appended.count("\r") - appended.count("\r\n")
+            final = max(final, appended.rfind("\r"))
+        if text.endswith("\r") and appended.startswith("\n"):
+            breaks -= 1  # the `\r` that ended `text` and this `\n` are one `\r\n`
+    return number + breaks, (len(text) + final + 1 if final >= 0 else start)
+
+
 def apply_change(
-    text: str, change: types.TextDocumentContentChangeEvent, encoding: str, newline_only: bool = False
-) -> str:
-    """The text after one content change (full replacement or a range edit); positions are in the
-    client's lines (`newline_only`: a bare `\\r` does not end one, see `ClientLines`)."""
+    text: str,
+    change: types.TextDocumentContentChangeEvent,
+    encoding: str,
+    newline_only: bool = False,
+    last: LastLine | None = None,
+) -> tuple[str, LastLine | None]:
+    """The text after one content change (full replacement or a range edit), and its last line
+    when it is known cheaply; positions are in the client's lines (`newline_only`: a bare `\\r`
+    does not end one, see `ClientLines`). `last` is `text`'s last line if known."""
     if not isinstance(change, types.TextDocumentContentChangePartial):
-        return change.text
+        return change.text, None
     start, end = change.range.start, change.range.end
     if start == end:
         # Fast path: an insertion at (or past) the end of the text is an append (a tailed log).
-        last_line, last_start = _last_line(text, newline_only)
+        last = last if last is not None else last_line(text, newline_only)
+        number, last_start = last
         tail = text[last_start:]
-        at_end = start.line == last_line and from_client_column(tail, start.character, encoding) == len(tail)
-        if start.line > last_line or at_end:
-            return text + change.text
+        at_end = start.line == number and from_client_column(tail, start.character, encoding) == len(tail)
+        if start.line > number or at_end:
+            return text + change.text, _after_append(last, text, change.text, newline_only)
     lines = ClientLines(LogIndex(text), newline_only)
     a = lines.offset(start, encoding)
     b = max(a, lines.offset(end, encoding))
-    return text[:a] + change.text + text[b:]
+    return text[:a] + change.text + text[b:], None
 
 
 def apply_changes(
@@ -51,8 +76,10 @@ def apply_changes(
     changes: list[types.TextDocumentContentChangeEvent] | tuple,
     encoding: str,
     newline_only: bool = False,
-) -> str:
-    """Apply changes in order, as the protocol requires."""
+    last: LastLine | None = None,
+) -> tuple[str, LastLine | None]:
+    """Apply changes in order, as the protocol requires; returns the text and its last line
+    (None where unknown). Keeping the last line lets each append cost what it appends."""
     for change in changes:
-        text = apply_change(text, change, encoding, newline_only)
-    return text
+        text, last = apply_change(text, change, encoding, newline_only, last)
+    return text, last

@@ -1,0 +1,41 @@
+"""Appends keep the document's last line without counting the whole text, and stay exact."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lsprotocol import types
+
+from support import lsp_lines
+from vllm_log_lsp.lsp.textsync import apply_changes, last_line
+
+pieces = st.lists(st.sampled_from(["a", "é", "\n", "\r", "\r\n", "x\n", "😀"]), max_size=12).map("".join)
+
+
+def at_end(text: str, newline_only: bool) -> types.Position:
+    lines = text.split("\n") if newline_only else lsp_lines(text)
+    return types.Position(len(lines) - 1, len(lines[-1].encode("utf-16-le")) // 2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(pieces, st.lists(pieces, max_size=6), st.booleans())
+def test_appends_track_the_last_line(text: str, appends: list[str], newline_only: bool) -> None:
+    known = last_line(text, newline_only)
+    for appended in appends:
+        end = at_end(text, newline_only)
+        change = types.TextDocumentContentChangePartial(range=types.Range(end, end), text=appended)
+        new_text, known = apply_changes(text, [change], "utf-16", newline_only, known)
+        assert new_text == text + appended
+        assert known == last_line(new_text, newline_only)
+        text = new_text
+
+
+@given(pieces, pieces)
+def test_a_range_edit_or_replacement_forgets_the_last_line(text: str, inserted: str) -> None:
+    start = types.Position(0, 0)
+    edit = types.TextDocumentContentChangePartial(range=types.Range(start, start), text=inserted)
+    new_text, known = apply_changes(text, [edit], "utf-16", last=last_line(text))
+    assert new_text == inserted + text
+    assert known is None or known == last_line(new_text)
+    whole = types.TextDocumentContentChangeWholeDocument(text=inserted)
+    assert apply_changes(text, [whole], "utf-16", last=last_line(text)) == (inserted, None)
