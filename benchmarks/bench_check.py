@@ -1,7 +1,7 @@
 """Time `vllm-log-lsp check` on honest logs, each figure as a ratio to an anchor run alongside.
 
     python benchmarks/bench_check.py [--runs 5] [--mb 100] [--deaths 500] [--workdir DIR]
-                                     [--only serving,restarts,all-error,small,prefilter]
+                                     [--only serving,restarts,all-error,small,prefilter,bundled]
 
 Figures (benchmarks/make_log.py makes the logs; --workdir keeps them for the next run):
 - serving: `check` on a serving log with recovered per-request tracebacks, against
@@ -11,8 +11,11 @@ Figures (benchmarks/make_log.py makes the logs; --workdir keeps them for the nex
 - all-error: every line an ERROR traceback line: time against the serving log's, peak RSS
   against the file's size;
 - small: `check` on a 51-line crash log against `python -c pass` (start-up);
-- prefilter: the literal pre-filter alone (in process) with rg, with grep -F, and without any
-  tool, against grep -cE: all three must find the same lines.
+- prefilter: the literal pre-filter alone (in process) with rg, grep -F, the in-process
+  Aho-Corasick automaton (ahocorasick-rs) and one str.find per literal, against grep -cE: all
+  must find the same lines;
+- bundled: `check` as the .vsix runs it (stdlib `re`, no ahocorasick-rs) against the installed
+  one, on the serving log and on the small log: the same answers.
 Each figure also checks the answer (the expected root causes; the same lines). Not a test:
 timings depend on the machine; the ratios are what to compare.
 """
@@ -21,12 +24,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,7 +38,7 @@ from make_log import CRASH, Generated, make_log, restart_segments
 
 GREP_PATTERN = "ERROR|Traceback"
 NEWLINE = b"\n"
-FIGURES = ("serving", "restarts", "all-error", "small", "prefilter")
+FIGURES = ("serving", "restarts", "all-error", "small", "prefilter", "bundled")
 
 
 def check_command() -> list[str]:
@@ -276,24 +279,28 @@ def fig_prefilter(args, check, workdir) -> list[Figure]:
     literals = sorted(
         {*scan._BASE_LITERALS, *(m.literal for k in scan._SCANNED_KINDS for m in catalog.markers_of(k))}
     )
-    # rg and grep forced; "no tool": what runs where neither may be used (VLLM_LOG_LSP_NO_GREP).
-    tools = {"rg": prefilter.search_tool(["rg"]), "grep -F": prefilter.search_tool(["grep"]), "no tool": None}
-    times = {name: Series() for name in ["grep", *tools]}
+    ways = {}
+    for kind in ("rg", "grep"):
+        if (found := prefilter.search_tool([kind])) is not None:
+            ways[f"{kind} -F" if kind == "grep" else kind] = partial(prefilter.candidate_lines, tool=found)
+    automaton = getattr(prefilter, "automaton_scan", None)
+    if automaton is not None and automaton(LogIndex(b"x"), ["x"]) is not None:
+        ways["ahocorasick-rs"] = automaton
+    ways["str.find per literal"] = prefilter._python_scan
+    times = {name: Series() for name in ["grep", *ways]}
     found: dict[str, list[int]] = {}
     with open(info.path, "rb") as handle:
         data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         for _ in range(args.runs):
             times["grep"].add(run_once(grep_anchor(info.path)["grep"]).seconds)
-            for name, tool in tools.items():
+            for name, way in ways.items():
                 index = LogIndex(data, str(info.path))
-                os.environ["VLLM_LOG_LSP_NO_GREP"] = "1" if tool is None else ""
                 start = time.perf_counter()
-                lines = prefilter.candidate_lines(index, literals, tool=tool)
+                lines = way(index, literals, 0)
                 times[name].add(time.perf_counter() - start)
-                os.environ.pop("VLLM_LOG_LSP_NO_GREP")
                 found[name] = [index.line_of(offset) for offset, _ in lines]
-    same = all(lines == found["rg"] for lines in found.values())
-    answer = f"{len(found['rg'])} candidate lines, the same with every tool: {same}"
+    same = all(lines == found["str.find per literal"] for lines in found.values())
+    answer = f"{len(found['str.find per literal'])} candidate lines, the same every way: {same}"
     return [
         Figure(
             f"pre-filter ({len(literals)} literals), {name} / grep -cE",
@@ -304,8 +311,47 @@ def fig_prefilter(args, check, workdir) -> list[Figure]:
             same,
             f"{times[name].spread(' s', digits=3)}",
         )
-        for name in tools
-        if tools[name] is not None or name == "no tool"
+        for name in ways
+    ]
+
+
+#: `check` as the VS Code extension bundles it: its pure-Python dependencies only, so stdlib `re`
+#: instead of `regex` and no ahocorasick-rs (modules set to None cannot be imported).
+BUNDLED = (
+    "import sys; sys.modules['regex'] = sys.modules['ahocorasick_rs'] = None; "
+    "from vllm_log_lsp.cli import main; sys.exit(main())"
+)
+
+
+def fig_bundled(args, check, workdir) -> list[Figure]:
+    info = generated(workdir, f"serving-{args.mb:g}", megabytes=args.mb, shape="serving")
+    bundled = [sys.executable, "-c", BUNDLED, *check[check.index("check") :]]
+    commands = {"installed": [*check, str(info.path)], "bundled": [*bundled, str(info.path)]}
+    small = {"installed": [*check, str(CRASH)], "bundled": [*bundled, str(CRASH)]}
+    times, _, last = interleaved(commands, args.runs)
+    small_times, _, small_last = interleaved(small, max(args.runs, 10))
+    same = incidents(last["installed"]) == incidents(last["bundled"])
+    same_small = incidents(small_last["installed"]) == incidents(small_last["bundled"])
+    answer = f"the same incidents as the installed check: {same} (serving), {same_small} (small)"
+    return [
+        Figure(
+            f"bundled check (stdlib re) / installed, {info.megabytes:.0f} MB serving",
+            ratios(times["bundled"], times["installed"]),
+            "installed check",
+            1.2,
+            answer,
+            same,
+            f"bundled {times['bundled'].spread(' s')}",
+        ),
+        Figure(
+            f"bundled check (stdlib re) / installed, {CRASH.name}",
+            ratios(small_times["bundled"], small_times["installed"]),
+            "installed check",
+            1.2,
+            answer,
+            same_small,
+            f"bundled {small_times['bundled'].spread(' s', digits=3)}",
+        ),
     ]
 
 

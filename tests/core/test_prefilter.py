@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 import shutil
 
@@ -111,3 +112,44 @@ def test_tools_are_preferred_in_order() -> None:
     found = prefilter.search_tool()
     expected = next((k for k in prefilter.TOOLS if shutil.which(k)), None)
     assert (found[0] if found else None) == expected
+
+
+def automaton_available() -> None:
+    """Skip without ahocorasick-rs (a failure in CI, whose test extra installs it)."""
+    if prefilter._automaton(("x",), True) is None:
+        if os.environ.get("CI"):
+            pytest.fail("ahocorasick-rs is not installed")
+        pytest.skip("ahocorasick-rs is not installed")
+
+
+CR_TEXTS = ["a\rError\rb\n", "x\r\nError Exception\r\n模型\rError", "Error"]
+
+
+@pytest.mark.parametrize("text", sample_texts() + CR_TEXTS, ids=lambda t: str(len(t)))
+def test_the_automaton_finds_what_find_finds(text: str, tmp_path, monkeypatch) -> None:
+    automaton_available()
+    monkeypatch.setattr(prefilter, "_AUTOMATON_PIECE", 5)  # many pieces, ending after a `\n`
+    path = tmp_path / "log"
+    path.write_bytes(text.encode("utf-8"))
+    with open(path, "rb") as handle:
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if text else b""
+        for source in (text, text.encode("utf-8"), mapped):
+            index = LogIndex(source)
+            for begin in (0, index.line_start(index.line_count // 2)):
+                expected = prefilter._python_scan(index, sorted(LITERALS), begin)
+                assert prefilter.automaton_scan(index, sorted(LITERALS), begin) == expected
+
+
+def test_without_rg_the_automaton_comes_before_grep(monkeypatch) -> None:
+    automaton_available()
+    monkeypatch.setattr(prefilter, "TOOL_THRESHOLD", 0)
+    monkeypatch.setattr(prefilter, "AUTOMATON_THRESHOLD", 0)
+    monkeypatch.setattr(
+        prefilter, "search_tool", lambda kinds=prefilter.TOOLS: None if "rg" in kinds else ("grep", "grep")
+    )
+    text = (CRASH / "007.log").read_text(encoding="utf-8")
+    # Offsets without line numbers: the automaton answered, not grep (which numbers its lines).
+    found = prefilter.candidate_lines(LogIndex(text), LITERALS)
+    assert found == prefilter._python_scan(LogIndex(text), sorted(LITERALS), 0)
+    monkeypatch.setattr(prefilter, "_automaton", lambda literals, over_bytes: None)
+    assert all(n is not None for _, n in prefilter.candidate_lines(LogIndex(text), LITERALS))
