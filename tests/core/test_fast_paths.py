@@ -52,9 +52,10 @@ def as_indexes(text: str, tmp_path_factory) -> list[LogIndex]:
     first_line=st.integers(0, 30),
     limit=st.integers(0, 12),
     block=st.sampled_from([1, 2, 3, 7, 1 << 16]),
+    near=st.sampled_from([0, 1, 4, 1 << 16]),
 )
 def test_literal_window_is_the_plain_window_filtered(
-    text: str, first_line: int, limit: int, block: int, tmp_path_factory
+    text: str, first_line: int, limit: int, block: int, near: int, tmp_path_factory
 ) -> None:
     for index in as_indexes(text, tmp_path_factory):
         first_line = min(first_line, index.line_count - 1)
@@ -62,7 +63,7 @@ def test_literal_window_is_the_plain_window_filtered(
         every, ended = plain_window(index, start, first_line, limit)
         wanted = [(n, t) for n, t in every if "lit" in t or "\x1b" in t]
         window = LineWindow(index, start, first_line, limit, ("lit",))
-        window._FIRST_BLOCK = block
+        window._FIRST_BLOCK, window._NEAR = block, near  # (blocks and lookups fall anywhere)
         got = list(window)
         assert got == wanted  # only lines that may hold the literal are read
         assert window.reached_end == ended
@@ -185,3 +186,31 @@ def test_a_grown_index_knows_what_the_old_text_held(old: str, appended: str) -> 
     fresh = LogIndex(old + appended)
     assert (grown.has_cr, grown.has_escape) == (fresh.has_cr, fresh.has_escape)
     assert list(grown._build()) == list(fresh._build())
+
+
+def test_a_traceback_ended_by_the_last_line_stays_open() -> None:
+    """The last line of a growing log may be cut: what it ended may continue once it is whole."""
+    header = "(EngineCore pid=1) ERROR 10-03 21:22:46 [core.py:7] Traceback (most recent call last):"
+    body = [
+        '(EngineCore pid=1) ERROR 10-03 21:22:46 [core.py:7]   File "x.py", line 1, in f',
+        "(EngineCore pid=1) ERROR 10-03 21:22:46 [core.py:7] ValueError: bad",
+    ]
+    cut = "(EngineCore pid=1) ERROR 10-03 21:22:46 [core.py:7] The above exc"
+    for last, is_open in ((cut, True), (f"{cut}\n(EngineCore pid=1) INFO 10-03 [x.py:1] later", False)):
+        text = "\n".join([header, *body, last])
+        tb = read_traceback(LogIndex(text), 0, parse_line(0, header))
+        assert tb.open is is_open
+
+
+@pytest.mark.parametrize("name", ["007.log", "011.log", "032.log"])
+@pytest.mark.parametrize("ending", ["\n", "\r\n"])
+def test_growing_in_parts_equals_the_whole(name: str, ending: str) -> None:
+    from vllm_log_lsp.core.analyze import Analyzer, analyze
+
+    text = read_log(CRASH / name).replace("\n", ending)
+    analyzer = Analyzer()
+    for parts in (3, 5, 8):
+        step = max(1, len(text) // parts)
+        for end in range(step, len(text) + step, step):
+            grown = analyzer.analyze(text[: min(end, len(text))])
+        assert grown.findings == analyze(text).findings

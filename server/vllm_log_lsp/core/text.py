@@ -368,13 +368,14 @@ class LineWindow:
     """Iterates (line number, text) over a window of `limit` lines of an index.
 
     With `literals`, only the lines holding all of them are read: the first is found with `find`
-    at C speed, the others checked in the line found, and line numbers come from `line_of`
-    (counting from the nearest known line): reading the one writer's lines that follow a
+    at C speed, the others checked in the line found, and line numbers are counted with `count`
+    from the last line numbered (looked up past a long gap): reading the one writer's lines that follow a
     traceback costs what `find` costs, not a Python step per line of every other writer. Lines
     holding an ESC are read too (a colour code may split a literal in the raw text). The search
     goes block by block, so a literal that never occurs again costs the window, not the rest of
     the text. After iterating, `reached_end` tells whether the text ended inside the window (only
-    then may more of it follow in a growing log).
+    then may more of it follow in a growing log); `at_last_line`, whether the line last yielded
+    is the text's last (in a growing log it may be cut).
     """
 
     _FIRST_BLOCK = 1 << 16
@@ -385,6 +386,7 @@ class LineWindow:
         self.start, self.line, self.limit = start, line, limit
         self.literals = literals
         self.reached_end = False
+        self.at_last_line = False  # the line just yielded is the text's last (it may be cut)
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         if self.limit <= 0 or self.start > len(self.index.text):
@@ -396,6 +398,7 @@ class LineWindow:
         pos, number, last = self.start, self.line, self.line + self.limit - 1
         while True:
             end = index.line_end_at(pos)
+            self.at_last_line = end >= n
             yield number, index.slice(pos, end)
             if end >= n:
                 self.reached_end = True
@@ -410,6 +413,22 @@ class LineWindow:
         hits = [h for needle in needles if (h := text.find(needle, pos, end + len(needle) - 1)) >= 0]
         return min(hits) if hits else -1
 
+    #: Past this many units from the last numbered line, a number is looked up (`line_of`, which
+    #: counts from the nearest known line, e.g. one the pre-filter's tool numbered) instead of
+    #: counted from it.
+    _NEAR = 1 << 16
+
+    def _number(self, offset: int) -> int:
+        """The line holding `offset` (at or after the last line numbered in this window)."""
+        index = self.index
+        known_pos, known_line = self._known
+        if index.has_line_table or offset - known_pos > self._NEAR:
+            line = index.line_of(offset)
+        else:
+            line = known_line + index._breaks(known_pos, offset)
+        self._known = (offset, line)
+        return line
+
     def _lines_holding(self) -> Iterator[tuple[int, str]]:
         index, n = self.index, len(self.index.text)
         needles = [index._lit(self.literals[0])]
@@ -417,24 +436,26 @@ class LineWindow:
             needles.append(index._lit(ESCAPE))
         rest = self.literals[1:]
         pos, last = self.start, self.line + self.limit - 1
+        self._known = (self.start, self.line)
         block = self._FIRST_BLOCK
         while True:
             block_end = min(n, pos + block)
             hit = self._next_hit(needles, pos, block_end)
             if hit < 0:
                 if block_end >= n:
-                    self.reached_end = index.line_of(n) <= last
+                    self.reached_end = self._number(n) <= last
                     return
-                if index.line_of(block_end) > last:
+                if self._number(block_end) > last:
                     return
                 pos, block = block_end, min(block * 2, self._MAX_BLOCK)
                 continue
-            number = index.line_of(hit)
+            start, end = index.line_start_at(hit), index.line_end_at(hit)
+            number = self._number(max(start, self._known[0]))
             if number > last:
                 return
-            start, end = index.line_start_at(hit), index.line_end_at(hit)
             text = index.slice(start, end)
             if ESCAPE in text or all(literal in text for literal in rest):
+                self.at_last_line = end >= n
                 yield number, text
             if end >= n:
                 self.reached_end = True

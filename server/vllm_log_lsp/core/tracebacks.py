@@ -178,6 +178,9 @@ def read_traceback(index: LogIndex, start_offset: int, first: LogLine) -> Traceb
         if not _same_writer(line, first):
             continue
         if not reader.feed(line):
+            # Ended by the text's last line: in a growing log that line may be cut, and read
+            # whole it may continue the traceback instead.
+            tb.open = window.at_last_line
             break
     else:
         # Open only when the text ended: a growing log may continue it. A traceback whose
