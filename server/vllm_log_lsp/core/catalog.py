@@ -84,16 +84,27 @@ class Pattern:
 
     Built-in patterns compile on first use: a `check` run tries only a few of the catalog's
     hundreds of regexes, and compiling them all would dominate its start-up. User patterns
-    compile at load time so that errors are reported with their file and line.
+    compile at load time so that errors are reported with their file and line. Before a built-in
+    pattern searches, the text must hold its required literal (see `required_literal`): most
+    rules are ruled out by one `in`, without compiling them.
     """
 
-    __slots__ = ("_compiled", "limit", "source", "timeout")
+    __slots__ = ("_compiled", "_required", "limit", "source", "timeout")
 
     def __init__(self, source: str, timeout: float, compiled: Any = None, limit: int | None = None) -> None:
         self.source = source
         self.timeout = timeout
         self._compiled = compiled
         self.limit = limit  # without time limits, only this many characters are searched
+        # User patterns (compiled at load) may use syntax only `regex` knows: not pre-checked.
+        self._required: str | None = None if compiled is None else ""
+
+    @property
+    def required(self) -> str:
+        """Text every match contains ('' when nothing is certain); found on first use."""
+        if self._required is None:
+            self._required = required_literal(self.source)
+        return self._required
 
     @property
     def compiled(self) -> Any:
@@ -102,6 +113,8 @@ class Pattern:
         return self._compiled
 
     def search(self, text: str) -> Any:
+        if self.required not in text:
+            return None  # no match can lack it
         try:
             if HAS_TIMEOUTS:
                 return self.compiled.search(text, timeout=self.timeout)
@@ -113,6 +126,59 @@ class Pattern:
 
     def __repr__(self) -> str:
         return f"Pattern({self.source!r})"
+
+
+if sys.version_info >= (3, 11):
+    from re import _constants as _sre
+    from re import _parser as _sre_parse
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import sre_constants as _sre
+    import sre_parse as _sre_parse
+
+
+def required_literal(source: str) -> str:
+    """The longest run of literal characters that every match of regex `source` contains, or ''.
+
+    Read from the stdlib parser's tree: only literals on the pattern's mandatory path count (not
+    in alternatives, optional or zero-repeat parts, lookarounds or case-insensitive scopes), so
+    a text without the run cannot match. A pattern the stdlib parser cannot read gets ''.
+    """
+    try:
+        tree = _sre_parse.parse(source)
+    except Exception:  # re.error, or syntax only the `regex` module knows
+        return ""
+    if tree.state.flags & _sre.SRE_FLAG_IGNORECASE:
+        return ""
+    runs = _mandatory_runs(list(tree))
+    return max(runs, key=len, default="")
+
+
+def _mandatory_runs(items: list) -> list[str]:
+    runs: list[str] = []
+    current: list[str] = []
+
+    def flush() -> None:
+        if current:
+            runs.append("".join(current))
+            current.clear()
+
+    for op, av in items:
+        if op is _sre.LITERAL:
+            current.append(chr(av))
+            continue
+        flush()
+        if op is _sre.SUBPATTERN:
+            _group, add_flags, _del_flags, sub = av
+            if not add_flags & _sre.SRE_FLAG_IGNORECASE:
+                runs.extend(_mandatory_runs(list(sub)))
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", None)):
+            low, _high, sub = av
+            if low >= 1:
+                runs.extend(_mandatory_runs(list(sub)))
+        elif op is getattr(_sre, "ATOMIC_GROUP", None):
+            runs.extend(_mandatory_runs(list(av)))
+    flush()
+    return runs
 
 
 def compile_pattern(source: str, timeout: float = BUILTIN_REGEX_TIMEOUT, eager: bool = True) -> Pattern:

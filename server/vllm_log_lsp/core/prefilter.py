@@ -18,10 +18,14 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
-import threading
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import subprocess
+
+# subprocess and threading are imported where a tool runs: a small log never needs them, and they
+# cost a `check` of one a noticeable share of its start-up.
 
 from .text import LogIndex
 from .tools import find_program
@@ -154,6 +158,9 @@ def _run_tool(
     tool: Tool, literals: list[str], path: str | None, data: bytes | Iterable[bytes] | None
 ) -> bytes | None:
     """The tool's output rows for `path` (or `data` piped in); None if the tool failed."""
+    import subprocess
+    import threading
+
     try:
         with subprocess.Popen(
             _command(tool, literals, path),
