@@ -73,7 +73,7 @@ def make_client() -> Client:
     return client
 
 
-async def wait_version(client: Client, version: int, timeout: float = 600) -> float:
+async def wait_version(client: Client, version: int, timeout: float = 1800) -> float:
     deadline = time.perf_counter() + timeout
     while version not in client.published:
         client.event.clear()
