@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -39,6 +41,11 @@ def test_required_literal(source: str, required: str) -> None:
 @given(data=st.data())
 def test_every_match_of_a_builtin_pattern_holds_its_literal(source: str, data: st.DataObject) -> None:
     required = required_literal(source)
+    try:
+        re.compile(source)
+    except re.error:  # syntax only `regex` reads (a global flag mid-pattern): never pre-checked
+        assert required == ""
+        return
     text = data.draw(st.from_regex(source))
     assert required in text
     assert compile_pattern(source, eager=False).search(text) is not None or not _engine_match(source, text)
