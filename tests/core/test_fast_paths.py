@@ -124,6 +124,11 @@ def test_shuffled_and_coloured_variants_read_alike(text: str, seed: int, monkeyp
         lines[i], lines[j] = lines[j], lines[i]
     if rng.random() < 0.5:
         lines = [ln.replace(" pid=", " \x1b[1mpid=", 1) if rng.random() < 0.3 else ln for ln in lines]
+    if rng.random() < 0.5:  # codes that lost their ESC around the process prefix
+        lines = [
+            ln.replace(")", ")[0;0m", 1).replace("(", "[0;36m(", 1) if rng.random() < 0.3 else ln
+            for ln in lines
+        ]
     read_both_ways("\n".join(lines), monkeypatch)
 
 

@@ -151,7 +151,9 @@ def writer_literals(first: LogLine) -> tuple[str, ...]:
         found.append(printed.group(0) if printed else f"{first.process} pid=")
     pieces = sorted((p for p in re.split(r"[|/:]", first.stream) if p), key=len, reverse=True)
     found.extend(p for p in pieces if not any(p in f for f in found))
-    return tuple(found)
+    # A colour code that lost its ESC is stripped next to a parenthesis (`[0;36m(Name pid=1)`):
+    # a piece holding one might be split by a code in the raw text.
+    return tuple(f for f in found if "(" not in f and ")" not in f)
 
 
 def read_traceback(index: LogIndex, start_offset: int, first: LogLine) -> Traceback:
