@@ -219,3 +219,17 @@ def test_growing_in_parts_equals_the_whole(name: str, ending: str) -> None:
         for end in range(step, len(text) + step, step):
             grown = analyzer.analyze(text[: min(end, len(text))])
         assert grown.findings == analyze(text).findings
+
+
+@FAST
+@given(texts, st.lists(st.integers(-2, 40), max_size=6), st.sampled_from([0, 1, 3, 256]))
+def test_line_start_near_a_known_line_equals_the_table(text: str, lines: list[int], walk: int) -> None:
+    for source in (text, text.encode("utf-8")):
+        table = LogIndex(source)
+        table._build()
+        index = LogIndex(source)
+        index._WALK = walk
+        for line in lines:
+            index.line_of(table.line_start(min(max(line, 0), table.line_count - 1)))  # a known line
+            assert index.line_start(line) == table.line_start(line)
+            assert index.line_start(line + 2) == table.line_start(line + 2)

@@ -307,9 +307,28 @@ class LogIndex:
             return self.line_of(len(self.text)) + 1
         return len(self._starts)
 
+    #: How many lines past a known one `line_start` walks before it builds the whole table.
+    _WALK = 256
+
     def line_start(self, line: int) -> int:
+        """Offset of the start of `line` (clamped to the first and last lines). Near a line whose
+        start is known (the pre-filter's, or one counted) it walks there; else it builds the table."""
+        if self._starts is None and (near := self._start_near(line)) is not None:
+            return near
         starts = self._build()
         return starts[max(0, min(line, len(starts) - 1))]
+
+    def _start_near(self, line: int) -> int | None:
+        i = bisect.bisect_right(self._cp_lines, line) - 1
+        if i < 0 or line - self._cp_lines[i] > self._WALK:
+            return None
+        pos = self._cp_offsets[i]
+        for _ in range(line - self._cp_lines[i]):
+            end = self.line_end_at(pos)
+            if end >= len(self.text):
+                return None  # past the last line: clamped by the table
+            pos = self._after_break(end)
+        return pos
 
     def line_text(self, line: int) -> str:
         """The text of `line` without its line break; '' past the end."""
