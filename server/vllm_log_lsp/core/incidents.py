@@ -45,9 +45,9 @@ def run_lines(scan: Scan, outer: str) -> list[int]:
     later start one run: starts with no symptom between them are merged into the first."""
     key = ("run_lines", outer, len(scan.run_starts), len(scan.symptoms))
     cached = scan.cache.get(key)
-    if cached is None:
+    if not isinstance(cached, list):
         cached = scan.cache[key] = _run_lines(scan, outer)
-    return cached  # type: ignore[return-value]
+    return cached
 
 
 def _run_lines(scan: Scan, outer: str) -> list[int]:
@@ -665,14 +665,14 @@ def _death_end(scan: Scan, incident: Incident) -> int:
     end = max(s.line for s, _, _ in incident.symptoms)
     key = ("tracebacks_by_header", len(scan.tracebacks))
     by_header = scan.cache.get(key)
-    if by_header is None:
+    if not isinstance(by_header, dict):
         by_header = {}
         for tb in scan.tracebacks:
             by_header.setdefault(tb.header_line, []).append(tb)
         scan.cache[key] = by_header
     for symptom, _, line in incident.symptoms:
         for header in range(symptom.line + 1, symptom.line + 4):
-            for tb in by_header.get(header, ()):  # type: ignore[union-attr]
+            for tb in by_header.get(header, ()):
                 if tb.lines and tb.stream == line.stream:
                     end = max(end, tb.lines[-1])
     return end
