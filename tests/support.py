@@ -70,6 +70,18 @@ def grep_numbering(text: str):
     return to_grep
 
 
+def within(seconds: float, fn, *args):
+    """`fn(*args)` in a daemon thread; fails (instead of hanging the suite) if it does not return."""
+    import threading
+
+    box: list = []
+    worker = threading.Thread(target=lambda: box.append(fn(*args)), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert box, f"{fn.__name__} did not return within {seconds} s"
+    return box[0]
+
+
 # -- real-editor tests ---------------------------------------------------------------------------
 ROOT = Path(__file__).resolve().parent.parent
 

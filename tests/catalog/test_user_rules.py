@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from support import within
 from vllm_log_lsp.core import catalog as catalog_mod
 from vllm_log_lsp.core.analyze import analyze, classify
 from vllm_log_lsp.core.catalog import CatalogError, builtin_catalog, catalog_with_user_files
@@ -131,22 +131,12 @@ def test_catastrophic_user_regex_cannot_stall_analysis(tmp_path: Path) -> None:
 
 
 # -- files, keys, samples, broad rules, patterns without time limits (issue 11.2, 12.11-12.12) ------
-def _within(seconds: float, fn, *args):
-    """`fn(*args)` in a daemon thread; fails instead of hanging the suite when it does not return."""
-    box: list = []
-    worker = threading.Thread(target=lambda: box.append(fn(*args)), daemon=True)
-    worker.start()
-    worker.join(seconds)
-    assert box, f"{fn.__name__} did not return within {seconds} s"
-    return box[0]
-
-
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
 def test_special_files_are_refused_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "rules.toml")  # opening it for reading would wait for a writer forever
     (tmp_path / "zero.toml").symlink_to("/dev/zero")
     paths = [tmp_path / "rules.toml", tmp_path / "zero.toml", Path("/dev/stdin"), tmp_path]
-    catalog = _within(20, catalog_with_user_files, paths)
+    catalog = within(20, catalog_with_user_files, paths)
     assert len(catalog.errors) == 4
     assert all("cannot read rule file" in str(e) for e in catalog.errors)
     assert catalog.rule("oom-serving") is not None
@@ -238,7 +228,7 @@ def without_regex(monkeypatch):
 )
 def test_without_time_limits_a_super_linear_user_pattern_is_refused(tmp_path, without_regex, pattern):
     text = f'[[rule]]\nid = "slow"\ntitle = "slow"\nfamily = "config"\nmatch = [\'{pattern}\']\n'
-    catalog = _within(60, catalog_with_user_files, [_write(tmp_path, "slow.toml", text)])
+    catalog = within(60, catalog_with_user_files, [_write(tmp_path, "slow.toml", text)])
     [error] = catalog.errors
     assert "refused without `regex`" in error.message and error.line == 2
     assert catalog.rule("slow") is None

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
 import pytest
 
+from support import within
 from vllm_log_lsp.launch import DiscoveryOptions, discover
 from vllm_log_lsp.launch.discover import read_text
 
@@ -99,16 +99,6 @@ def test_single_file_root(tmp_path: Path) -> None:
 
 
 # -- special files and links ----------------------------------------------------------------------
-def within(seconds: float, fn, *args):
-    """`fn(*args)` in a daemon thread; fails (instead of hanging the suite) if it does not return."""
-    box: list = []
-    worker = threading.Thread(target=lambda: box.append(fn(*args)), daemon=True)
-    worker.start()
-    worker.join(seconds)
-    assert box, f"{fn.__name__} did not return within {seconds} s"
-    return box[0]
-
-
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
 def test_fifos_and_devices_are_skipped_without_blocking(tmp_path: Path) -> None:
     write(tmp_path, "real.sh", "#!/bin/bash\nvllm serve org/real\n")
