@@ -25,6 +25,11 @@ if [ -x "$bin" ] && [ -f "$stamp" ] && [ "$stamp" -nt grammars/package-lock.json
   echo "30-grammar.sh: grammars/node_modules is up to date"
   exit 0
 fi
+if [ -L grammars/node_modules ]; then
+  # Another checkout's install (a worktree sharing main's): `npm ci` through the link would empty it.
+  echo "30-grammar.sh: grammars/node_modules links to a shared install: not reinstalling through it"
+  exit 0
+fi
 echo "30-grammar.sh: npm ci --prefix grammars"
 npm ci --prefix grammars --no-audit --no-fund --loglevel=error
 test -x "$bin"

@@ -40,9 +40,21 @@ command -v node >/dev/null 2>&1 || fail "node is not installed (scripts/install/
 
 # --- npm deps: the extension ----------------------------------------------------------------------------
 # `npm ci` only when the lock changed since the last install (npm writes node_modules/.package-lock.json).
+# A node_modules that is a symlink is another checkout's install (a worktree sharing main's): never
+# reinstall through it (`npm ci` would empty the original for everyone), whatever the timestamps say.
+shared_modules() { # dir
+  if [ -L "$1/node_modules" ]; then
+    echo "40-vscode: $1/node_modules links to a shared install: not reinstalling through it"
+    return 0
+  fi
+  return 1
+}
 npm_ci() { # dir [env...]
   local dir=$1
   shift
+  if shared_modules "$dir"; then
+    return 0
+  fi
   if [ -f "$dir/node_modules/.package-lock.json" ] &&
     [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
     return 0
@@ -54,8 +66,8 @@ npm_ci vscode-client || fail "npm ci in vscode-client failed"
 
 # --- npm deps: code-server + playwright-core for the e2e test ---------------------------------------------
 e2e=tests/editors/vscode
-if [ ! -x "$e2e/node_modules/.bin/code-server" ] || [ ! -f "$e2e/node_modules/.package-lock.json" ] ||
-  [ "$e2e/package-lock.json" -nt "$e2e/node_modules/.package-lock.json" ]; then
+if ! shared_modules "$e2e" && { [ ! -x "$e2e/node_modules/.bin/code-server" ] || [ ! -f "$e2e/node_modules/.package-lock.json" ] ||
+  [ "$e2e/package-lock.json" -nt "$e2e/node_modules/.package-lock.json" ]; }; then
   # @vscode/ripgrep 1.15.11 would download rg from GitHub: seed its cache with Debian's rg.
   rgcache="${TMPDIR:-/tmp}/vscode-ripgrep-cache-1.15.11"
   mkdir -p "$rgcache"
