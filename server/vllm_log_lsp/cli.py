@@ -20,7 +20,7 @@ from typing import TextIO
 from . import __version__
 from .core.analyze import analyze
 from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
-from .core.linebreaks import NewlineLines
+from .core.linebreaks import NewlineLines, Numbering
 from .core.model import PHASE_TITLES, Analysis, Finding, ResolvedFix
 from .core.source import LogReadError, LogSource, open_log, open_regular, read_regular_text
 from .report.health_text import health_lines, health_to_json, record_line, record_to_json
@@ -123,7 +123,7 @@ def shown_name(path: str) -> str:
     return STDIN_NAME if path == "-" else path
 
 
-def finding_to_json(finding: Finding, lines: NewlineLines = NO_BARE_CR) -> dict:
+def finding_to_json(finding: Finding, lines: Numbering = NO_BARE_CR) -> dict:
     """The documented JSON shape of one incident (see README, "check --format json"); line
     numbers as `grep -n` counts them in the text `lines` was built from."""
     ctx = finding.context
@@ -193,7 +193,7 @@ def _origin_json(finding: Finding) -> dict | None:
     }
 
 
-def render_text(path: str, analysis: Analysis, style: Style, lines: NewlineLines = NO_BARE_CR) -> str:
+def render_text(path: str, analysis: Analysis, style: Style, lines: Numbering = NO_BARE_CR) -> str:
     """Compiler-style report of one file, numbered as `grep -n`, less and vim number its lines."""
     out: list[str] = []
     for warning in analysis.warnings:
@@ -210,7 +210,7 @@ def render_text(path: str, analysis: Analysis, style: Style, lines: NewlineLines
     return "\n".join(out).rstrip("\n")
 
 
-def _finding_lines(path: str, finding: Finding, style: Style, numbering: NewlineLines) -> list[str]:
+def _finding_lines(path: str, finding: Finding, style: Style, numbering: Numbering) -> list[str]:
     ctx = finding.context
     head = f"{style.bold(f'{path}:{numbering.line(finding.line) + 1}:')} {style.red(finding.rule_id)} — {style.bold(finding.title)}"
     lines = [head, f"  {style.dim('|')} {_excerpt(finding.root_text)}"]
@@ -268,7 +268,7 @@ def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
             continue
         analysis = analyze_source(source, catalog)
         has_lines = analysis.findings or (analysis.health is not None and analysis.health.series)
-        numbering = NewlineLines(source.data) if has_lines else NO_BARE_CR
+        numbering = analysis.source_map or (NewlineLines(source.data) if has_lines else NO_BARE_CR)
         if args.report:
             from .report.html import write_report  # only when asked: keeps start-up light
 

@@ -31,6 +31,7 @@ from .incidents import (
     symptom_as_root,
     unwrap_candidates,
 )
+from .jsonlog import Transcriber, looks_like_json_log
 from .linebreaks import NewlineLines
 from .lines import learn_outer_prefix, learned_prefix, parse_line
 from .model import Analysis, ExceptionEvent, Finding, Precursor, RunSegment, Span
@@ -74,6 +75,7 @@ class Analyzer:
         # Each candidate with its wrappers recognised, kept for the candidates a re-scan reuses
         # (recognising them is the costly part of grouping a long log's deaths).
         self._unwrapped: dict[int, tuple[Candidate, Candidate]] = {}
+        self._transcriber: Transcriber | None = None  # a JSON log's, kept while it grows
 
     def analyze(
         self,
@@ -83,7 +85,26 @@ class Analyzer:
         index: LogIndex | None = None,
     ) -> Analysis:
         """Analyse `text`; `index`, when given, is an index of exactly this text (the language
-        server builds its line table first and shares it)."""
+        server builds its line table first and shares it). vLLM's JSON log format is analysed
+        through its transcript: the result's `source_map` maps its lines back to `text`."""
+        if looks_like_json_log(text):
+            return self._analyze_json(text, warnings)
+        self._transcriber = None
+        return self._analyze_plain(text, warnings, path, index)
+
+    def _analyze_json(self, text: Text, warnings: tuple[str, ...]) -> Analysis:
+        """A JSON log: its plain transcript analysed, positions mapped back (see `jsonlog`)."""
+        if not isinstance(text, str):
+            warnings = warnings + _encoding_warnings(LogIndex(text))
+            text = bytes(text).decode("utf-8", "replace")
+        self._transcriber = self._transcriber or Transcriber()
+        lines = self._transcriber.transcribe(text).snapshot()
+        analysis = self._analyze_plain(lines.text, warnings, None, None)
+        return replace(analysis, source_map=lines)
+
+    def _analyze_plain(
+        self, text: Text, warnings: tuple[str, ...], path: str | None, index: LogIndex | None
+    ) -> Analysis:
         index = index if index is not None else LogIndex(text, path)
         scan, start = self._reusable_scan(text, index)
         if start == 0:

@@ -16,11 +16,20 @@ import bisect
 import mmap
 import re
 from array import array
+from typing import Protocol
 
 from .text import Text
 
 _BARE_CR = re.compile(r"\r(?!\n)")
 _BARE_CR_BYTES = re.compile(rb"\r(?!\n)")
+
+
+class Numbering(Protocol):
+    """Core positions as a reader numbers them: `NewlineLines`, or a JSON log's transcript map."""
+
+    def line(self, core_line: int) -> int: ...
+
+    def position(self, core_line: int, column: int) -> tuple[int, int]: ...
 
 
 class NewlineLines:

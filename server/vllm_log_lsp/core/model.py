@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from .health import Health
+    from .jsonlog import TranscriptLines
 
 Severity = Literal["error", "warning", "information", "hint"]
 
@@ -314,6 +315,9 @@ class Analysis:
     folds: tuple[tuple[int, int], ...] = ()  # (first, last) line of each traceback
     run_starts: tuple[int, ...] = ()  # lines where vLLM (re)started
     health: Health | None = None  # stats series, health findings, pre-failure records
+    # For a log analysed through a transcript (vLLM's JSON format): its positions as (`\n`-line,
+    # column) of the log itself, and back. None: positions are the log's own.
+    source_map: TranscriptLines | None = None
 
     @property
     def healthy(self) -> bool:

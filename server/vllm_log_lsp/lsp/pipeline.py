@@ -64,7 +64,10 @@ def compute(
     # before the analysis, which then numbers lines by lookup instead of by counting.
     index = LogIndex.following(text, previous)
     analysis = analyzer.analyze(text, warnings or input_warnings(text), index=index)
-    result = AnalysisResult(version, index, analysis, settings, newline_only=newline_only)
+    document = None
+    if analysis.source_map is not None:  # a JSON log: features read the transcript's lines
+        index, document = LogIndex(analysis.source_map.text), index
+    result = AnalysisResult(version, index, analysis, settings, newline_only=newline_only, document=document)
     result.lines  # noqa: B018 -- built here, off the event loop, like the line table
     return result
 
@@ -108,7 +111,7 @@ class Pipeline:
             token = await self._begin_progress(state, text)
             try:
                 loop = asyncio.get_running_loop()
-                previous = state.result.index if state.result is not None else None
+                previous = state.result.document or state.result.index if state.result is not None else None
                 result = await loop.run_in_executor(
                     self.executor,
                     partial(compute, previous=previous, newline_only=self.server.newline_only_lines),

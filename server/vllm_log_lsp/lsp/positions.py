@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from ..core.jsonlog import TranscriptLines
 from ..core.linebreaks import NewlineLines
 from ..core.model import Span
 from ..core.text import LogIndex
@@ -74,10 +75,25 @@ class ClientLines:
     bar lands on the line the user sees, and a position the client sends finds the core line.
     """
 
-    def __init__(self, index: LogIndex, newline_only: bool = False) -> None:
+    def __init__(
+        self,
+        index: LogIndex,
+        newline_only: bool = False,
+        source_map: TranscriptLines | None = None,
+        document: LogIndex | None = None,
+    ) -> None:
         self.index = index
-        lines = NewlineLines(index.text) if newline_only else None
-        self.map = lines if lines is not None and not lines.identity else None
+        # The text the client has: the analysed text itself, or the JSON log a transcript was
+        # written from (`source_map`, see `core/jsonlog`).
+        self.document = document if source_map is not None and document is not None else index
+        lines = NewlineLines(self.document.text) if newline_only else None
+        self.client_lines = lines if lines is not None and not lines.identity else None
+        if self.document is not index and source_map is not None:
+            self.map: NewlineLines | TranscriptClient | None = TranscriptClient(
+                source_map, None if newline_only else NewlineLines(self.document.text)
+            )
+        else:
+            self.map = self.client_lines
 
     # -- core → client --------------------------------------------------------------------------
     def position(self, line: int, column: int, encoding: str) -> types.Position:
@@ -124,11 +140,36 @@ class ClientLines:
         return start + min(column, len(self.index.line_text(line)))
 
     def _client_line_text(self, client_line: int) -> str:
-        """The whole `\\n`-only line: its core lines joined by their bare `\\r`s."""
-        assert self.map is not None
-        first, last = self.map.core_line_range(client_line)
-        if first >= self.index.line_count:
+        """The text of a client line: a document line, or for a `\n`-only client its core
+        lines joined by their bare `\r`s."""
+        document = self.document
+        if self.client_lines is None:
+            return document.line_text(client_line) if client_line < document.line_count else ""
+        first, last = self.client_lines.core_line_range(client_line)
+        if first >= document.line_count:
             return ""
-        start = self.index.line_start(first)
-        end = self.index.line_start(last) + len(self.index.line_text(last))
-        return self.index.slice(start, end)
+        start = document.line_start(first)
+        end = document.line_start(last) + len(document.line_text(last))
+        return document.slice(start, end)
+
+
+class TranscriptClient:
+    """A JSON log's transcript positions as the client's positions in the log, and back: the
+    transcript's map to the log's `\n`-lines, then (for a client that also ends lines at a bare
+    `\r`, as LSP says) the log's `NewlineLines` to its core lines."""
+
+    def __init__(self, source_map: TranscriptLines, document_lines: NewlineLines | None) -> None:
+        self.source_map = source_map
+        self.document_lines = document_lines
+
+    def position(self, core_line: int, column: int) -> tuple[int, int]:
+        line, column = self.source_map.position(core_line, column)
+        return self.document_lines.core_position(line, column) if self.document_lines else (line, column)
+
+    def core_position(self, line: int, column: int) -> tuple[int, int]:
+        if self.document_lines is not None:
+            line, column = self.document_lines.position(line, column)
+        return self.source_map.core_position(line, column)
+
+    def line(self, core_line: int) -> int:
+        return self.position(core_line, 0)[0]

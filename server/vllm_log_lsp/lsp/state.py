@@ -40,6 +40,8 @@ class AnalysisResult:
     settings: Settings
     skipped_reason: str | None = None  # set when the document was not analysed (too large)
     newline_only: bool = False  # the client ends lines only at `\n` (see `ClientLines`)
+    # The document's own text, when the analysed text is a transcript of it (a JSON log).
+    document: LogIndex | None = None
 
     @property
     def text(self) -> str:
@@ -51,7 +53,7 @@ class AnalysisResult:
     @cached_property
     def lines(self) -> ClientLines:
         """Core lines and spans as positions in the client's lines, and back."""
-        return ClientLines(self.index, self.newline_only)
+        return ClientLines(self.index, self.newline_only, self.analysis.source_map, self.document)
 
     def finding_at_root(self, line: int) -> list[Finding]:
         return [f for f in self.analysis.findings if f.root.line == line]

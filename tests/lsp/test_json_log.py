@@ -1,0 +1,63 @@
+"""vLLM's JSON log format in the editor: diagnostics, hover and navigation land on the JSON
+file's own lines, on the escaped text of the root cause inside its record."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from lsprotocol import types
+
+from json_twins import json_twin
+
+from .conftest import close, doc, encoding_of, fixture_text, fresh_uri, open_log, pos, units
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+def twin_text() -> str:
+    """Corpus 007 (a traceback logged by EngineCore) as vLLM's JSON formatter writes it."""
+    return json_twin(fixture_text("crash-007.log")).text
+
+
+async def test_the_root_cause_lands_on_its_escaped_text_in_the_record(client):
+    text = twin_text()
+    uri = fresh_uri("serve.log")
+    diagnostics = await open_log(client, uri, text)
+    [root] = [d for d in diagnostics if d.severity == types.DiagnosticSeverity.Error]
+    lines = text.split("\n")
+    line = lines[root.range.start.line]
+    assert line.startswith("{") and root.range.start.line == root.range.end.line
+    encoding = encoding_of(client)
+    start = next(i for i in range(len(line) + 1) if units(line[:i], encoding) == root.range.start.character)
+    end = next(i for i in range(len(line) + 1) if units(line[:i], encoding) == root.range.end.character)
+    shown = json.loads('"' + line[start:end] + '"')
+    assert shown.startswith("torch.OutOfMemoryError")
+    for diagnostic in diagnostics:  # every range lies inside the document's lines
+        assert diagnostic.range.start.line < len(lines)
+        assert diagnostic.range.end.character <= units(lines[diagnostic.range.end.line], encoding)
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=doc(uri), position=root.range.start)
+    )
+    assert hover is not None and "out of memory" in str(hover.contents).lower()
+    close(client, uri)
+
+
+async def test_go_to_definition_from_a_symptom_reaches_the_record(client):
+    text = twin_text()
+    uri = fresh_uri("serve.log")
+    diagnostics = await open_log(client, uri, text)
+    [root] = [d for d in diagnostics if d.severity == types.DiagnosticSeverity.Error]
+    symptom = next(
+        d
+        for d in diagnostics
+        if d.severity != types.DiagnosticSeverity.Error and d.range.start.line != root.range.start.line
+    )
+    found = await client.text_document_definition_async(
+        types.DefinitionParams(
+            text_document=doc(uri), position=pos(symptom.range.start.line, symptom.range.start.character)
+        )
+    )
+    targets = found if isinstance(found, list) else [found]
+    assert any(t.range.start.line == root.range.start.line for t in targets if t is not None)
+    close(client, uri)
