@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from pathlib import Path
 
@@ -9,7 +10,8 @@ import pytest
 
 from support import within
 from vllm_log_lsp.launch import DiscoveryOptions, discover
-from vllm_log_lsp.launch.discover import read_text
+from vllm_log_lsp.launch.discover import in_scope, iter_files, read_text
+from vllm_log_lsp.launch.formats import WATCHED_GLOBS, file_kind
 
 
 def write(root: Path, rel: str, text: str | bytes) -> None:
@@ -134,3 +136,86 @@ def test_symlinks_out_of_the_workspace_are_not_followed(tmp_path: Path) -> None:
     found = discover([str(workspace)])
     assert models(found) == ["org/inner", "org/inner"]
     assert sorted(Path(i.path).name for i in found.invocations) == ["alias.sh", "inner.sh"]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        DiscoveryOptions(),
+        DiscoveryOptions(include=("*.yaml", "start")),
+        DiscoveryOptions(include=("scripts/*",)),
+        DiscoveryOptions(exclude=("deploy", "*.py")),
+        DiscoveryOptions(exclude=("docs/*",), docs=True),
+        DiscoveryOptions(skip_dirs=frozenset({"app"})),
+    ],
+)
+def test_in_scope_is_the_walks_filter(tmp_path: Path, options: DiscoveryOptions) -> None:
+    """An open (maybe unsaved) script is offered exactly when discovery would have walked to it:
+    skipped folders, virtual environments, globs and extension-less names alike."""
+    tree(tmp_path)
+    write(tmp_path, "notes/run.foo", "#!/bin/bash\nvllm serve org/g\n")  # not a launch name
+    write(tmp_path, "deep/er/Makefile", "serve:\n\tvllm serve org/h\n")
+    every = sorted(str(Path(folder, name)) for folder, _, names in os.walk(tmp_path) for name in names)
+    walked = set(iter_files([str(tmp_path)], options))
+    assert walked and walked != set(every)
+    assert {p for p in every if in_scope(p, [str(tmp_path)], options)} == walked
+
+
+def test_in_scope_needs_a_root_that_holds_the_file(tmp_path: Path) -> None:
+    outside, workspace = tmp_path / "outside", tmp_path / "workspace"
+    write(outside, "serve.sh", "vllm serve org/outside\n")
+    write(workspace, "serve.sh", "vllm serve org/inside\n")
+    (workspace / "link.sh").symlink_to(outside / "serve.sh")
+    roots = [str(workspace)]
+    assert in_scope(str(workspace / "serve.sh"), roots, DiscoveryOptions())
+    assert not in_scope(str(outside / "serve.sh"), roots, DiscoveryOptions())
+    assert not in_scope(str(workspace / "link.sh"), roots, DiscoveryOptions())  # leads outside
+    assert in_scope(str(outside / "serve.sh"), [str(workspace), str(outside)], DiscoveryOptions())
+
+
+def _expand(glob: str) -> list[str]:
+    """A watcher glob's `{a,b}` alternatives as plain fnmatch patterns (one group per pattern)."""
+    head, brace, rest = glob.partition("{")
+    if not brace:
+        return [glob]
+    options, _, tail = rest.partition("}")
+    return [f"{head}{option}{tail}" for option in options.split(",")]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "serve.sh",
+        "run.bash",
+        "x.zsh",
+        "x.ksh",
+        "app.py",
+        "compose.yaml",
+        "k8s.yml",
+        "README.md",
+        "guide.markdown",
+        "notes.txt",
+        "index.rst",
+        "doc.adoc",
+        "rules.mk",
+        "vllm.service",
+        "supervisor.conf",
+        "Dockerfile",
+        "Containerfile",
+        "Dockerfile.gpu",
+        "Containerfile.rocm",
+        "serve.dockerfile",
+        "serve.containerfile",
+        "Makefile",
+        "makefile",
+        "GNUmakefile",
+        "Procfile",
+        "Justfile",
+        "justfile",
+    ],
+)
+def test_watchers_report_every_format_recognised_by_name(name: str) -> None:
+    assert file_kind(name) is not None
+    patterns = [p.removeprefix("**/") for g in WATCHED_GLOBS for p in _expand(g)]
+    assert any(fnmatch.fnmatchcase(name, p) for p in patterns), name
+    assert not any(fnmatch.fnmatchcase("server.log", p) for p in patterns)

@@ -54,24 +54,59 @@ def iter_files(roots: Sequence[str], options: DiscoveryOptions) -> Iterator[str]
         for folder, dirs, files in os.walk(root):  # symlinked folders are not entered
             rel_folder = os.path.relpath(folder, root)
             dirs[:] = sorted(
-                d
-                for d in dirs
-                if d not in options.skip_dirs
-                and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))  # any venv
-                and not _excluded(_join(rel_folder, d), options)
+                d for d in dirs if _folder_allowed(os.path.join(folder, d), _join(rel_folder, d), options)
             )
             for name in sorted(files):
-                rel = _join(rel_folder, name)
-                if _excluded(rel, options):
+                if not _file_allowed(_join(rel_folder, name), options):
                     continue
-                if options.include and not any(_match(rel, g) for g in options.include):
-                    continue
-                if file_kind(name) is None and not options.include and "." in name:
-                    continue  # not a launch format and not a possible extension-less script
                 path = os.path.join(folder, name)
                 if os.path.islink(path) and not resolves_inside(path, [root]):
                     continue
                 yield path
+
+
+def in_scope(path: str, roots: Sequence[str], options: DiscoveryOptions) -> bool:
+    """Whether discovery would look at `path` (a file open in the editor, perhaps not saved).
+
+    The same filter as the walk: under a root (also once symlinks are resolved: an edit through
+    a link must not land outside the workspace), no skipped or excluded folder on the way (a
+    virtual environment included), and the file's own name allowed by the globs.
+    """
+    if not resolves_inside(path, roots):
+        return False
+    for root in roots:
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        if rel == ".." or rel.startswith("../"):
+            continue
+        parts = rel.split("/")
+        folders = ["/".join(parts[:i]) for i in range(1, len(parts))]
+        if all(_folder_allowed(os.path.join(root, f), f, options) for f in folders):
+            return _file_allowed(rel, options)
+        return False
+    return False
+
+
+def may_be_launch_file(name: str) -> bool:
+    """Whether a file called `name` can be a launch file: a format recognised by its name, or
+    no extension at all (a script known by its shebang). A growing `server.log` is not."""
+    return file_kind(name) is not None or "." not in name
+
+
+def _folder_allowed(path: str, rel: str, options: DiscoveryOptions) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return (
+        name not in options.skip_dirs
+        and not os.path.exists(os.path.join(path, "pyvenv.cfg"))  # any virtual environment
+        and not _excluded(rel, options)
+    )
+
+
+def _file_allowed(rel: str, options: DiscoveryOptions) -> bool:
+    if _excluded(rel, options):
+        return False
+    if options.include:
+        return any(_match(rel, g) for g in options.include)
+    return may_be_launch_file(rel.rsplit("/", 1)[-1])
 
 
 def read_text(path: str, max_bytes: int) -> str | None:

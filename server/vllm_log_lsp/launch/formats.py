@@ -24,12 +24,48 @@ from .text import SourceMap
 from .yaml_launch import describe_yaml_error, yaml_problem, yaml_sites
 
 _SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh")
+_PYTHON_SUFFIXES = (".py",)
+_YAML_SUFFIXES = (".yaml", ".yml")
+_DOCKERFILE_NAMES = ("Dockerfile", "Containerfile")  # also `Dockerfile.<variant>`, any case
+_DOCKERFILE_SUFFIXES = (".dockerfile", ".containerfile")
 #: Documentation: its commands are examples, edited only when the user opts in (`docs=True`).
 _DOC_SUFFIXES = (".md", ".markdown", ".txt", ".rst", ".adoc")
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
 _TEXT_SUFFIXES = (".mk", ".service", ".conf")
 _TEXT_NAMES = ("Makefile", "makefile", "GNUmakefile", "Procfile", "Justfile", "justfile")
 _SHEBANG = re.compile(r"#!\s*\S*\b(env\s+)?(ba|z|k|da)?sh\b")
+
+
+def _alternatives(items: tuple[str, ...]) -> str:
+    return "{" + ",".join(items) + "}"
+
+
+#: File-watcher globs (LSP `GlobPattern`s) for every file `file_kind` recognises by its name,
+#: built from the same lists so that a new format is watched as soon as it is recognised.
+WATCHED_GLOBS = (
+    "**/*."
+    + _alternatives(
+        tuple(
+            s[1:]
+            for s in (
+                *_SHELL_SUFFIXES,
+                *_PYTHON_SUFFIXES,
+                *_YAML_SUFFIXES,
+                *_DOC_SUFFIXES,
+                *_TEXT_SUFFIXES,
+            )
+        )
+    ),
+    "**/"
+    + _alternatives(
+        (
+            *_DOCKERFILE_NAMES,
+            *(f"{name}.*" for name in _DOCKERFILE_NAMES),
+            *(f"*{s}" for s in _DOCKERFILE_SUFFIXES),
+        )
+    ),
+    "**/" + _alternatives(_TEXT_NAMES),
+)
 
 
 def file_kind(path: str, text: str | None = None) -> str | None:
@@ -39,13 +75,14 @@ def file_kind(path: str, text: str | None = None) -> str | None:
     """
     name = os.path.basename(path)
     lower = name.lower()
-    if lower.endswith(".py"):
+    if lower.endswith(_PYTHON_SUFFIXES):
         return "python"
-    if lower.endswith((".yaml", ".yml")):
+    if lower.endswith(_YAML_SUFFIXES):
         return "yaml"
-    if lower in ("dockerfile", "containerfile") or lower.startswith(("dockerfile.", "containerfile.")):
+    dockerfiles = tuple(n.lower() for n in _DOCKERFILE_NAMES)
+    if lower in dockerfiles or lower.startswith(tuple(f"{n}." for n in dockerfiles)):
         return "dockerfile"
-    if lower.endswith((".dockerfile", ".containerfile")):
+    if lower.endswith(_DOCKERFILE_SUFFIXES):
         return "dockerfile"
     if lower.endswith(_SHELL_SUFFIXES):
         return "shell"
