@@ -6,8 +6,9 @@ from pathlib import Path
 
 from vllm_log_lsp.core.analyze import analyze
 from vllm_log_lsp.launch import DiscoveryOptions, discover
-from vllm_log_lsp.lsp import code_actions
-from vllm_log_lsp.lsp.code_actions import OpenScript, PlanCache, _plans_for
+from vllm_log_lsp.launch.plan import OpenScript
+from vllm_log_lsp.lsp import launch_index
+from vllm_log_lsp.lsp.launch_index import PlanCache, Snapshot, plans_for
 
 LOG = Path(__file__).parent.parent / "fixtures" / "crash" / "007.log"
 
@@ -18,19 +19,20 @@ def test_identical_requests_reuse_the_plans(tmp_path: Path, monkeypatch) -> None
     options = DiscoveryOptions()
     discoveries = [discover([str(tmp_path)], options)]
     calls = []
-    real = code_actions.plan_fixes
-    monkeypatch.setattr(code_actions, "plan_fixes", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = launch_index.plan_fixes
+    monkeypatch.setattr(launch_index, "plan_fixes", lambda *a, **k: calls.append(1) or real(*a, **k))
     cache = PlanCache()
-    args = ([finding], discoveries, {}, [str(tmp_path)], options, 5, cache)
-    first = _plans_for(*args)
-    again = _plans_for(*args)
+    roots = [str(tmp_path)]
+    args = ([finding], Snapshot(discoveries, {}, roots, options), 5, cache)
+    first = plans_for(*args)
+    again = plans_for(*args)
     assert again == first and first[0] and len(calls) == 1
     # An edited open script, or a new discovery, is a different question.
     edited = {
         str(tmp_path / "serve.sh"): OpenScript("file:///serve.sh", 2, "vllm serve m --max-num-seqs 8\n")
     }
-    _plans_for([finding], discoveries, edited, [str(tmp_path)], options, 5, cache)
-    _plans_for([finding], [discover([str(tmp_path)], options)], {}, [str(tmp_path)], options, 5, cache)
+    plans_for([finding], Snapshot(discoveries, edited, roots, options), 5, cache)
+    plans_for([finding], Snapshot([discover(roots, options)], {}, roots, options), 5, cache)
     assert len(calls) == 3
 
 

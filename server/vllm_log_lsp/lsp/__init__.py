@@ -9,6 +9,8 @@ One module per feature, each with a `register(server)` function that `server.py`
 - `navigation`   definition (symptom → cause), references (cause → symptoms), code lenses
 - `outline`      document symbols (runs, phases, incidents) and folding ranges
 - `commands`     `vllmLog.analyzeFile` (logs too large for the editor to sync)
+- `launch_index` the workspace's launch scripts: discovery and fix-plan caches, file watching,
+                 the hover's fix previews (`server.launch_index`)
 - `code_actions` quick fixes: a finding's fixes applied to the workspace's launch scripts
 - `configuration` initializationOptions and didChangeConfiguration → `Settings`
 

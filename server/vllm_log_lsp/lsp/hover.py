@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from ..core.health import health_catalog
-from .code_actions import fix_previews
 from .health_render import health_markdown, prefailure_markdown, stats_markdown
 from .render import finding_markdown, precursor_markdown, symptom_markdown
 from .safety import guarded
@@ -33,7 +32,7 @@ def register(server: VllmLogServer) -> None:
         span = None
         health = result.analysis.health
         for finding in result.finding_at_root(line):
-            previews = await fix_previews(server, params.text_document.uri, finding)
+            previews = await server.launch_index.previews(params.text_document.uri, finding)
             sections.append(finding_markdown(finding, previews))
             record = health.record_for(finding.line) if health else None
             sections += [prefailure_markdown(record, result.lines.line)] if record else []

@@ -17,7 +17,7 @@ def finding_markdown(finding: Finding, previews: Mapping[int, str] | None = None
     """The whole diagnosis: cause, why, evidence, when, how the run got there, fixes, references.
 
     `previews` (fix index → one markdown line) show what each fix would change in the launch
-    script (see `code_actions.fix_previews`)."""
+    script (see `launch_index.LaunchIndex.previews`)."""
     parts: list[str] = [f"### Root cause: {finding.title}"]
     if finding.summary:
         parts.append(finding.summary)

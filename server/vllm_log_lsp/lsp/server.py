@@ -17,8 +17,9 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from ..core.catalog import Catalog, builtin_catalog
-from . import code_actions, commands, configuration, hover, navigation, outline, sync
+from . import code_actions, commands, configuration, hover, launch_index, navigation, outline, sync
 from .framing import FrameReader, serve_frames
+from .launch_index import LaunchIndex
 from .pipeline import Pipeline
 from .positions import NEWLINE_ONLY_CLIENTS, UTF16
 from .safety import log_to_client
@@ -26,7 +27,16 @@ from .settings import SettingsSet
 from .state import DocumentStore
 
 #: Feature modules, each with `register(server)`. Adding a feature is one entry here.
-FEATURES: tuple[ModuleType, ...] = (sync, configuration, hover, navigation, outline, commands, code_actions)
+FEATURES: tuple[ModuleType, ...] = (
+    sync,
+    configuration,
+    launch_index,
+    hover,
+    navigation,
+    outline,
+    commands,
+    code_actions,
+)
 
 
 class VllmLogServer(LanguageServer):
@@ -36,7 +46,8 @@ class VllmLogServer(LanguageServer):
     - `settings`: `SettingsSet` (global + per-folder `Settings`);
     - `catalog`: the built-in cause catalog (markers, the outline);
     - `catalogs`: the catalog of each document's rule files (`configuration.Catalogs`);
-    - `pipeline`: schedules analyses and publishes diagnostics.
+    - `pipeline`: schedules analyses and publishes diagnostics;
+    - `launch_index`: the workspace's launch scripts and fix plans (`launch_index.LaunchIndex`).
     """
 
     def __init__(self) -> None:
@@ -48,6 +59,7 @@ class VllmLogServer(LanguageServer):
         self.pending_messages: list[str] = []
         self.client_name: str | None = None  # InitializeParams.clientInfo.name
         self.pipeline = Pipeline(self)
+        self.launch_index = LaunchIndex(self)
         self.exit_code = 0
 
     # -- what the client negotiated ------------------------------------------------------------
