@@ -14,13 +14,16 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TextIO
 
 from . import __version__
 from .core.analyze import analyze
 from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
+from .core.follow import Death, with_only
 from .core.linebreaks import NewlineLines, Numbering
+from .core.merge import MergedNumbering, merge_logs
 from .core.model import PHASE_TITLES, Analysis, Finding, ResolvedFix
 from .core.source import LogReadError, LogSource, open_log, open_regular, read_regular_text
 from .report.health_text import health_lines, health_to_json, record_line, record_to_json
@@ -193,8 +196,15 @@ def _origin_json(finding: Finding) -> dict | None:
     }
 
 
-def render_text(path: str, analysis: Analysis, style: Style, lines: Numbering = NO_BARE_CR) -> str:
-    """Compiler-style report of one file, numbered as `grep -n`, less and vim number its lines."""
+def render_text(
+    path: str,
+    analysis: Analysis,
+    style: Style,
+    lines: Numbering = NO_BARE_CR,
+    where: Callable[[int], str] | None = None,
+) -> str:
+    """Compiler-style report of one file, numbered as `grep -n`, less and vim number its lines;
+    `where(line)` names the `file:line` of a core line when the lines come from several files."""
     out: list[str] = []
     for warning in analysis.warnings:
         out.append(f"{path}: {style.yellow('warning')}: {warning}")
@@ -202,7 +212,7 @@ def render_text(path: str, analysis: Analysis, style: Style, lines: Numbering = 
     if not analysis.findings:
         out.append(f"{path}: {style.dim('no engine death found')}")
     for finding in analysis.findings:
-        out.extend(_finding_lines(path, finding, style, lines))
+        out.extend(_finding_lines(path, finding, style, lines, where))
         record = record_line(health.record_for(finding.line) if health else None, lines.line)
         out.extend([record] if record else [])
         out.append("")
@@ -210,9 +220,14 @@ def render_text(path: str, analysis: Analysis, style: Style, lines: Numbering = 
     return "\n".join(out).rstrip("\n")
 
 
-def _finding_lines(path: str, finding: Finding, style: Style, numbering: Numbering) -> list[str]:
+def _finding_lines(
+    path: str, finding: Finding, style: Style, numbering: Numbering, where: Callable[[int], str] | None = None
+) -> list[str]:
     ctx = finding.context
-    head = f"{style.bold(f'{path}:{numbering.line(finding.line) + 1}:')} {style.red(finding.rule_id)} — {style.bold(finding.title)}"
+    place = where or (lambda line: f"{path}:{numbering.line(line) + 1}")
+    head = (
+        f"{style.bold(place(finding.line) + ':')} {style.red(finding.rule_id)} — {style.bold(finding.title)}"
+    )
     lines = [head, f"  {style.dim('|')} {_excerpt(finding.root_text)}"]
     if finding.message != finding.title:
         lines.append(f"  {finding.message}")
@@ -234,8 +249,7 @@ def _finding_lines(path: str, finding: Finding, style: Style, numbering: Numberi
     for step in finding.next_steps:
         lines.append(f"  next: {step}")
     for symptom in finding.symptoms:
-        where = f"{path}:{numbering.line(symptom.line) + 1}"
-        lines.append(f"  {style.yellow('symptom')} {where}: {_excerpt(symptom.text, 100)}")
+        lines.append(f"  {style.yellow('symptom')} {place(symptom.line)}: {_excerpt(symptom.text, 100)}")
     return lines
 
 
@@ -253,6 +267,9 @@ def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
         return error("standard input (-) can be read only once")
     if args.report and len(args.files) != 1:
         return error("--report writes the report of one FILE")
+    live = check_streams(args, catalog)
+    if live is not None:
+        return live
     out = Reports(sys.stdout)
     style = Style(use_colour(args.color, sys.stdout))
     status = EXIT_HEALTHY
@@ -299,6 +316,98 @@ def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
     if args.format == "json":
         out.write(json.dumps({"version": JSON_SCHEMA_VERSION, "files": reports}, indent=2) + "\n")
     return status
+
+
+def check_streams(args: argparse.Namespace, catalog: Catalog) -> int | None:
+    """`--follow`, a live standard input, or files of one run (`--merge`, or evidently one run):
+    the exit status (see `streams`); None: the usual check of each file."""
+    from . import streams
+
+    try:
+        if args.follow or (args.files == ["-"] and args.format == "text" and streams.stdin_is_live()):
+            if len(args.files) != 1 or args.report:
+                return error("--follow follows one FILE (or -), without --report")
+            return streams.follow(args.files[0], catalog, death_printer(args), asked=args.follow)
+        parts = streams.merge_wanted(args.files, args.merge, catalog)
+    except LogReadError as err:
+        return error(str(err))
+    if parts is None:
+        return None
+    if args.report:
+        return error("--report writes the report of one FILE, not of merged files")
+    return merged_report(args, parts, catalog)
+
+
+def death_printer(args: argparse.Namespace) -> Callable[[Death], None]:
+    """Prints one death of a followed log as the report prints it (JSON: one object per line)."""
+    out, style, name = (
+        Reports(sys.stdout),
+        Style(use_colour(args.color, sys.stdout)),
+        shown_name(args.files[0]),
+    )
+
+    def emit(death: Death) -> None:
+        if args.format == "json":
+            entry = {
+                "version": JSON_SCHEMA_VERSION,
+                "path": name,
+                "incident": finding_to_json(death.finding, death.numbering),
+            }
+            out.write(json.dumps(entry) + "\n")
+        else:
+            out.write(
+                render_text(name, with_only(death.analysis, [death.finding]), style, death.numbering) + "\n\n"
+            )
+
+    return emit
+
+
+def merged_report(args: argparse.Namespace, parts: list, catalog: Catalog) -> int:
+    """Files of one run checked as one timeline, each line named by its own file and line."""
+    merged = merge_logs(parts)
+    analysis = analyze(merged.text, catalog)
+    lines = MergedNumbering(merged)
+    names = [p.name for p in parts]
+    print(
+        f"vllm-log-lsp: {', '.join(names)}: checked as one run (merged by time; --no-merge checks each alone)",
+        file=sys.stderr,
+    )
+    out = Reports(sys.stdout)
+    if args.format == "json":
+        incidents = [_with_paths(finding_to_json(f, lines), f, lines) for f in analysis.findings]
+        entry = {
+            "path": " + ".join(names),
+            "paths": names,
+            "error": None,
+            "warnings": list(analysis.warnings),
+            "incidents": incidents,
+        }
+        out.write(json.dumps({"version": JSON_SCHEMA_VERSION, "files": [entry]}, indent=2) + "\n")
+    else:
+
+        def where(line: int) -> str:
+            return f"{lines.path_of(line)}:{lines.line(line) + 1}"
+
+        report = with_only(analysis, list(analysis.findings))
+        out.write(
+            render_text(
+                " + ".join(names),
+                replace(report, health=None),
+                Style(use_colour(args.color, sys.stdout)),
+                lines,
+                where,
+            )
+            + "\n"
+        )
+    return EXIT_DEATH if analysis.findings else EXIT_HEALTHY
+
+
+def _with_paths(entry: dict, finding: Finding, lines) -> dict:
+    """A merged incident's JSON with the file of its root cause and of each symptom."""
+    entry["root_cause"]["path"] = lines.path_of(finding.root.line)
+    for symptom, item in zip(finding.symptoms, entry["symptoms"], strict=True):
+        item["path"] = lines.path_of(symptom.line)
+    return entry
 
 
 def analyze_source(source: LogSource, catalog: Catalog) -> Analysis:
@@ -576,6 +685,26 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="with --fix: use fix N of the first finding (as the report numbers them) instead of "
         "the first fix that changes SCRIPT",
+    )
+    check.add_argument(
+        "--follow",
+        action="store_true",
+        help="follow the one FILE (or -) as it grows: print each engine death as soon as it is complete "
+        "(JSON: one object per line); Ctrl-C ends it, exit 1 if a death was printed, else 0. A "
+        "standard input that pauses (tail -f x | check -) is followed without it",
+    )
+    merging = check.add_mutually_exclusive_group()
+    merging.add_argument(
+        "--merge",
+        dest="merge",
+        action="store_const",
+        const=True,
+        default=None,
+        help="check the FILEs (one per rank, process or pod) as one run, interleaved by time; "
+        "automatic when they evidently are one run split per process",
+    )
+    merging.add_argument(
+        "--no-merge", dest="merge", action="store_const", const=False, help="check each FILE alone, always"
     )
     check.set_defaults(handler=cmd_check)
 

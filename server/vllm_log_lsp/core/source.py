@@ -201,6 +201,25 @@ def _decompress(data: bytes, kind: str, limit: int, name: str) -> bytes:
         raise LogReadError(f"cannot read {name}: not valid {kind} data ({err})") from None
 
 
+def refused_start(head: bytes) -> bool:
+    """Whether the first block of an input is what `open_log` refuses (binary data, only NULs)."""
+    if _needs_decoding(head[:8]):
+        return False
+    try:
+        _refuse_binary(head[:SNIFF_BYTES], "")
+    except LogReadError:
+        return True
+    return False
+
+
+def prepare_stream_bytes(data: bytes, name: str) -> LogSource:
+    """A log from bytes already read from a stream (`name` for messages), as `open_log` reads
+    standard input: decompressed, re-encoded, refused when binary; or raise `LogReadError`."""
+    if not _needs_decoding(data[:8]):
+        _refuse_binary(data[:SNIFF_BYTES], name)
+    return _prepare(data, name)
+
+
 def _prepare(data: bytes, name: str, limit: int = MAX_STREAM_BYTES) -> LogSource:
     """Decompress, re-encode and check bytes read from a stream or a non-plain file."""
     kind = _compression(data[:8])
