@@ -15,15 +15,12 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import TextIO
 
 from . import __version__
 from .core.analyze import analyze
 from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
-from .core.follow import Death, with_only
 from .core.linebreaks import NewlineLines, Numbering
-from .core.merge import MergedNumbering, merge_logs
 from .core.model import PHASE_TITLES, Analysis, Finding, ResolvedFix
 from .core.source import LogReadError, LogSource, open_log, open_regular, read_regular_text
 from .report.health_text import health_lines, health_to_json, record_line, record_to_json
@@ -327,7 +324,7 @@ def check_streams(args: argparse.Namespace, catalog: Catalog) -> int | None:
         if args.follow or (args.files == ["-"] and args.format == "text" and streams.stdin_is_live()):
             if len(args.files) != 1 or args.report:
                 return error("--follow follows one FILE (or -), without --report")
-            return streams.follow(args.files[0], catalog, death_printer(args), asked=args.follow)
+            return streams.follow(args.files[0], catalog, streams.death_printer(args), asked=args.follow)
         parts = streams.merge_wanted(args.files, args.merge, catalog)
     except LogReadError as err:
         return error(str(err))
@@ -335,79 +332,7 @@ def check_streams(args: argparse.Namespace, catalog: Catalog) -> int | None:
         return None
     if args.report:
         return error("--report writes the report of one FILE, not of merged files")
-    return merged_report(args, parts, catalog)
-
-
-def death_printer(args: argparse.Namespace) -> Callable[[Death], None]:
-    """Prints one death of a followed log as the report prints it (JSON: one object per line)."""
-    out, style, name = (
-        Reports(sys.stdout),
-        Style(use_colour(args.color, sys.stdout)),
-        shown_name(args.files[0]),
-    )
-
-    def emit(death: Death) -> None:
-        if args.format == "json":
-            entry = {
-                "version": JSON_SCHEMA_VERSION,
-                "path": name,
-                "incident": finding_to_json(death.finding, death.numbering),
-            }
-            out.write(json.dumps(entry) + "\n")
-        else:
-            out.write(
-                render_text(name, with_only(death.analysis, [death.finding]), style, death.numbering) + "\n\n"
-            )
-
-    return emit
-
-
-def merged_report(args: argparse.Namespace, parts: list, catalog: Catalog) -> int:
-    """Files of one run checked as one timeline, each line named by its own file and line."""
-    merged = merge_logs(parts)
-    analysis = analyze(merged.text, catalog)
-    lines = MergedNumbering(merged)
-    names = [p.name for p in parts]
-    print(
-        f"vllm-log-lsp: {', '.join(names)}: checked as one run (merged by time; --no-merge checks each alone)",
-        file=sys.stderr,
-    )
-    out = Reports(sys.stdout)
-    if args.format == "json":
-        incidents = [_with_paths(finding_to_json(f, lines), f, lines) for f in analysis.findings]
-        entry = {
-            "path": " + ".join(names),
-            "paths": names,
-            "error": None,
-            "warnings": list(analysis.warnings),
-            "incidents": incidents,
-        }
-        out.write(json.dumps({"version": JSON_SCHEMA_VERSION, "files": [entry]}, indent=2) + "\n")
-    else:
-
-        def where(line: int) -> str:
-            return f"{lines.path_of(line)}:{lines.line(line) + 1}"
-
-        report = with_only(analysis, list(analysis.findings))
-        out.write(
-            render_text(
-                " + ".join(names),
-                replace(report, health=None),
-                Style(use_colour(args.color, sys.stdout)),
-                lines,
-                where,
-            )
-            + "\n"
-        )
-    return EXIT_DEATH if analysis.findings else EXIT_HEALTHY
-
-
-def _with_paths(entry: dict, finding: Finding, lines) -> dict:
-    """A merged incident's JSON with the file of its root cause and of each symptom."""
-    entry["root_cause"]["path"] = lines.path_of(finding.root.line)
-    for symptom, item in zip(finding.symptoms, entry["symptoms"], strict=True):
-        item["path"] = lines.path_of(symptom.line)
-    return entry
+    return streams.merged_report(args, parts, catalog)
 
 
 def analyze_source(source: LogSource, catalog: Catalog) -> Analysis:

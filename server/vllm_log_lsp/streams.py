@@ -11,7 +11,9 @@ of `core/follow.py` and `core/merge.py` (reading, waiting, printing; the analysi
 
 from __future__ import annotations
 
+import argparse
 import codecs
+import json
 import os
 import select
 import signal
@@ -20,11 +22,14 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import BinaryIO
 
+from .core.analyze import analyze
 from .core.catalog import Catalog
-from .core.follow import Death, Follower
-from .core.merge import Part, one_run, read_part, saw_start
+from .core.follow import Death, Follower, with_only
+from .core.merge import MergedNumbering, Part, merge_logs, one_run, read_part, saw_start
+from .core.model import Finding
 from .core.source import (
     MAX_STREAM_BYTES,
     LogReadError,
@@ -290,3 +295,89 @@ def _replace_stdin(data: bytes) -> None:
     import io
 
     sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace")
+
+
+# -- reports (rendered as `check` renders one file) -----------------------------------------------
+def death_printer(args: argparse.Namespace) -> Emit:
+    """Prints one death of a followed log as the report prints it (JSON: one object per line)."""
+    from .cli import JSON_SCHEMA_VERSION, Reports, Style, finding_to_json, render_text, shown_name, use_colour
+
+    out, style, name = (
+        Reports(sys.stdout),
+        Style(use_colour(args.color, sys.stdout)),
+        shown_name(args.files[0]),
+    )
+
+    def emit(death: Death) -> None:
+        if args.format == "json":
+            entry = {
+                "version": JSON_SCHEMA_VERSION,
+                "path": name,
+                "incident": finding_to_json(death.finding, death.numbering),
+            }
+            out.write(json.dumps(entry) + "\n")
+        else:
+            out.write(
+                render_text(name, with_only(death.analysis, [death.finding]), style, death.numbering) + "\n\n"
+            )
+
+    return emit
+
+
+def merged_report(args: argparse.Namespace, parts: list[Part], catalog: Catalog) -> int:
+    """Files of one run checked as one timeline, each line named by its own file and line."""
+    from .cli import (
+        EXIT_DEATH,
+        EXIT_HEALTHY,
+        JSON_SCHEMA_VERSION,
+        Reports,
+        Style,
+        finding_to_json,
+        render_text,
+        use_colour,
+    )
+
+    merged = merge_logs(parts)
+    analysis = analyze(merged.text, catalog)
+    lines = MergedNumbering(merged)
+    names = [p.name for p in parts]
+    print(
+        f"vllm-log-lsp: {', '.join(names)}: checked as one run (merged by time; --no-merge checks each alone)",
+        file=sys.stderr,
+    )
+    out = Reports(sys.stdout)
+    if args.format == "json":
+        incidents = [_with_paths(finding_to_json(f, lines), f, lines) for f in analysis.findings]
+        entry = {
+            "path": " + ".join(names),
+            "paths": names,
+            "error": None,
+            "warnings": list(analysis.warnings),
+            "incidents": incidents,
+        }
+        out.write(json.dumps({"version": JSON_SCHEMA_VERSION, "files": [entry]}, indent=2) + "\n")
+    else:
+
+        def where(line: int) -> str:
+            return f"{lines.path_of(line)}:{lines.line(line) + 1}"
+
+        report = with_only(analysis, list(analysis.findings))
+        out.write(
+            render_text(
+                " + ".join(names),
+                replace(report, health=None),
+                Style(use_colour(args.color, sys.stdout)),
+                lines,
+                where,
+            )
+            + "\n"
+        )
+    return EXIT_DEATH if analysis.findings else EXIT_HEALTHY
+
+
+def _with_paths(entry: dict, finding: Finding, lines: MergedNumbering) -> dict:
+    """A merged incident's JSON with the file of its root cause and of each symptom."""
+    entry["root_cause"]["path"] = lines.path_of(finding.root.line)
+    for symptom, item in zip(finding.symptoms, entry["symptoms"], strict=True):
+        item["path"] = lines.path_of(symptom.line)
+    return entry

@@ -245,3 +245,22 @@ def test_more_ranks_still_make_one_incident_rooted_in_a_worker(tmp_path, name):
     [incident] = merged["files"][0]["incidents"]
     assert incident["root_cause"]["cause"] == plain.rule_id
     assert "Worker" in Path(incident["root_cause"]["path"]).name
+
+
+def test_follow_in_json_prints_one_object_per_death(tmp_path):
+    text = read_log(CRASH / "007.log")
+    log = tmp_path / "serve.log"
+    log.write_text(text, encoding="utf-8")
+    proc, out, _ = start("--follow", "--format", "json", str(log))
+    try:
+        assert out.wait_for("\n", 60), out.text
+        [line] = out.text.splitlines()
+        entry = json.loads(line)
+        assert entry["path"] == str(log)
+        root = analyze(text).findings[0]
+        assert entry["incident"]["root_cause"]["line"] == NewlineLines(text).line(root.line) + 1
+        assert entry["incident"]["root_cause"]["cause"] == root.rule_id
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 1
+    finally:
+        stop(proc)
