@@ -89,8 +89,7 @@ def record(**fields) -> str:
 
 def test_a_record_after_a_runtime_prefix_keeps_the_prefix_for_the_line_parser():
     line = "vllm-1  | " + record(levelname="ERROR", message="EngineCore failed to start.")
-    lead, _ = parse_record(line)
-    assert line[:lead] == "vllm-1  | "
+    assert line[: parse_record(line).lead] == "vllm-1  | "
     lines = Transcriber().transcribe(line + "\n")
     assert lines.text.startswith("vllm-1  | (EngineCore_DP0 pid=4242) ERROR 11-01 09:43:12.345 [core.py:0] ")
 
@@ -174,3 +173,28 @@ def test_check_numbers_a_json_log_by_its_own_lines(tmp_path):
     _, expected = findings_of(twin.text)
     assert [i["root_cause"]["line"] - 1 for i in report["incidents"]] == [line for line, *_ in expected]
     assert all(i["root_cause"]["line"] <= twin.text.count("\n") + 1 for i in report["incidents"])
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        {"separators": (",", ":")},  # a compact dumps
+        {"indent": None, "separators": (", ", ":  ")},
+    ],
+    ids=["compact", "wide"],
+)
+def test_any_json_layout_maps_columns_exactly(layout):
+    values = json.loads(record(message="head\nValueError: bad é tail"))
+    line = json.dumps(values, **layout)
+    lines = Transcriber().transcribe(line + "\n")
+    second = lines.text.split("\n")[1]
+    _, raw = lines.position(1, second.index("ValueError"))
+    assert line[raw:].startswith("ValueError: bad \\u00e9 tail")
+
+
+def test_a_nested_message_key_before_the_records_own_is_not_taken_for_it():
+    values = {"extra": {"message": "not this one"}, **json.loads(record(message="the record's own"))}
+    line = json.dumps(values)
+    lines = Transcriber().transcribe(line + "\n")
+    _, raw = lines.position(0, lines.text.index("the record"))
+    assert line[raw:].startswith("the record's own")

@@ -45,39 +45,72 @@ _SCANSTRING = json.decoder.scanstring  # type: ignore[attr-defined]
 _WHITESPACE = " \t\n\r"
 
 
+# The values that hold text with line breaks: the message, `logger.exception`'s traceback, a stack.
+_TEXT_KEYS = ("message", "exc_info", "stack_info")
+
+
 @dataclass(frozen=True)
-class Field:
-    """One key of a record: its value, and for a string the column after its opening quote."""
+class Record:
+    """One JSON log record on a line: where its `{` is, its values, and for each text value
+    (`_TEXT_KEYS`) the column just after its opening quote."""
 
-    value: object
-    raw_start: int | None
+    lead: int
+    values: dict[str, object]
+    starts: dict[str, int]
 
 
-def parse_record(line: str) -> tuple[int, dict[str, Field]] | None:
-    """(column of the `{`, fields) when `line` holds one JSON log record (after an optional
-    runtime prefix), else None. Never raises."""
+def parse_record(line: str) -> Record | None:
+    """The record `line` holds (after an optional runtime prefix), else None. Never raises."""
     lead = line.find('{"', 0, _MAX_LEAD)
     if lead < 0 or not line.rstrip().endswith("}"):
         return None
     try:
-        fields, end = _scan_object(line, lead)
-    except (ValueError, IndexError):
+        values = json.loads(line[lead:])  # C speed; the positions are found after
+    except (ValueError, RecursionError):
         return None
-    if line[end:].strip() or any(
-        not isinstance(fields.get(k, Field(None, None)).value, str) for k in _RECORD_KEYS
-    ):
+    if not isinstance(values, dict) or any(not isinstance(values.get(k), str) for k in _RECORD_KEYS):
         return None
-    return lead, fields
+    starts = _text_starts(line, lead, values)
+    if starts is None:
+        try:
+            starts = _scan_starts(line, lead)
+        except (ValueError, IndexError):
+            return None
+    return Record(lead, values, starts)
 
 
-def _scan_object(line: str, pos: int) -> tuple[dict[str, Field], int]:
-    """The fields of the object at `pos` with where each string value starts; its end."""
-    fields: dict[str, Field] = {}
-    pos += 1
+def _text_starts(line: str, lead: int, values: dict[str, object]) -> dict[str, int] | None:
+    """Where each text value starts, found as `"key": "` (json.dumps's separators; inside a
+    string every quote is escaped, so the first such key after `{` or `, ` is the record's own),
+    each checked by decoding it there. None: another layout; scan it."""
+    starts = {}
+    for key in _TEXT_KEYS:
+        value = values.get(key)
+        if not isinstance(value, str):
+            continue
+        marker = f'"{key}": "'
+        at = line.find(marker, lead)
+        while at > lead and line[at - 1] not in "{ ":
+            at = line.find(marker, at + 1)
+        if at < 0:
+            return None
+        start = at + len(marker)
+        try:
+            if _SCANSTRING(line, start)[0] != value:
+                return None
+        except ValueError:
+            return None
+        starts[key] = start
+    return starts
+
+
+def _scan_starts(line: str, pos: int) -> dict[str, int]:
+    """Where each top-level string value of the object at `pos` starts (any JSON layout)."""
+    starts: dict[str, int] = {}
+    pos = _skip_space(line, pos + 1)
+    if line[pos] == "}":
+        return starts
     while True:
-        pos = _skip_space(line, pos)
-        if line[pos] == "}" and not fields:
-            return fields, pos + 1
         if line[pos] != '"':
             raise ValueError("a key must be a string")
         key, pos = _SCANSTRING(line, pos + 1)
@@ -86,17 +119,16 @@ def _scan_object(line: str, pos: int) -> tuple[dict[str, Field], int]:
             raise ValueError("':' expected")
         pos = _skip_space(line, pos + 1)
         if line[pos] == '"':
-            value, end = _SCANSTRING(line, pos + 1)
-            fields[key] = Field(value, pos + 1)
+            starts[key] = pos + 1
+            end = _SCANSTRING(line, pos + 1)[1]
         else:
-            value, end = _DECODER.raw_decode(line, pos)
-            fields[key] = Field(value, None)
+            end = _DECODER.raw_decode(line, pos)[1]
         pos = _skip_space(line, end)
         if line[pos] == "}":
-            return fields, pos + 1
+            return starts
         if line[pos] != ",":
             raise ValueError("',' expected")
-        pos += 1
+        pos = _skip_space(line, pos + 1)
 
 
 def _skip_space(line: str, pos: int) -> int:
@@ -124,18 +156,18 @@ def raw_column(line: str, start: int, decoded: int) -> int:
     return pos
 
 
-def header(fields: dict[str, Field]) -> str:
+def header(values: dict[str, object]) -> str:
     """vLLM's plain 0.31+ header for a record: `(Name pid=N) LEVEL MM-DD HH:MM:SS.mmm [file.py:0] `.
 
     The JSON format has no `filename`/`lineno`: the logger's name (its module, `init_logger(
     __name__)`) gives the file, and line 0 says the number is unknown."""
 
     def text(key: str) -> str:
-        value = fields.get(key, Field(None, None)).value
+        value = values.get(key)
         return value if isinstance(value, str) else ""
 
     name = _NAME_CHARS.sub("_", text("vllm_process_name") or text("processName")) or "MainProcess"
-    pid = fields.get("process", Field(None, None)).value
+    pid = values.get("process")
     pid_text = str(pid) if isinstance(pid, int) and not isinstance(pid, bool) else "0"
     level = text("levelname").upper() or "INFO"
     stamp = _ASCTIME.search(text("asctime"))
@@ -317,17 +349,14 @@ class Transcriber:
             if whole or not raw.lstrip().startswith("{"):  # half a record waits for the rest
                 self._append(line, start, -1, 0, 0, 0)
             return
-        lead, fields = record
-        head = raw[:lead] + header(fields)
-        for key in ("message", "exc_info", "stack_info"):
-            field = fields.get(key)
-            if field is None or not isinstance(field.value, str) or field.raw_start is None:
-                continue
-            if key != "message" and not field.value:
+        head = raw[: record.lead] + header(record.values)
+        for key in _TEXT_KEYS:
+            value, raw_start = record.values.get(key), record.starts.get(key)
+            if not isinstance(value, str) or raw_start is None or (key != "message" and not value):
                 continue
             offset = 0
-            for piece in field.value.split("\n"):
-                self._append(head + piece + "\n", start, field.raw_start, offset, len(head), lead)
+            for piece in value.split("\n"):
+                self._append(head + piece + "\n", start, raw_start, offset, len(head), record.lead)
                 offset += len(piece) + 1
 
     def _append(
