@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls import uris
+from pygls.capabilities import get_capability
 
 from ..core.model import Finding
 from ..launch import FixResult
@@ -152,8 +153,10 @@ def code_actions_for(
 def _support(server: VllmLogServer) -> ClientSupport:
     return ClientSupport(
         encoding=server.position_encoding,
-        document_changes=bool(server._capability("workspace", "workspace_edit", "document_changes")),
-        disabled=bool(server._capability("text_document", "code_action", "disabled_support")),
+        document_changes=get_capability(
+            server.capabilities, "workspace.workspace_edit.document_changes", False
+        ),
+        disabled=get_capability(server.capabilities, "text_document.code_action.disabled_support", False),
     )
 
 

@@ -26,10 +26,12 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls import uris
+from pygls.capabilities import get_capability
 
 from ..core.model import Finding
 from ..core.tools import distrust
@@ -201,7 +203,7 @@ class LaunchIndex:
             loop = asyncio.get_running_loop()
             future = loop.run_in_executor(self.executor, discover, [root], options)
             entry = self._entries[key] = _Entry(time.monotonic(), future)
-            future.add_done_callback(lambda f, k=key, e=entry: self._forget_failure(k, e, f))
+            future.add_done_callback(partial(self._forget_failure, key, entry))
             self._watch()
         return entry
 
@@ -259,8 +261,9 @@ class LaunchIndex:
     # -- file watching -------------------------------------------------------------------------
     def _watch(self) -> None:
         """Ask the client to report launch-file changes (once, when it allows registration)."""
-        if self.watching or not self.server._capability(
-            "workspace", "did_change_watched_files", "dynamic_registration"
+        capabilities = self.server.capabilities
+        if self.watching or not get_capability(
+            capabilities, "workspace.did_change_watched_files.dynamic_registration", False
         ):
             return
         self.watching = True

@@ -11,6 +11,7 @@ from typing import Any, BinaryIO
 
 from lsprotocol import types
 from pygls import uris
+from pygls.capabilities import get_capability
 from pygls.exceptions import FeatureRequestError
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
@@ -76,21 +77,20 @@ class VllmLogServer(LanguageServer):
         """Whether the client ends lines only at `\\n` (Neovim, Emacs): see `ClientLines`."""
         return self.client_name in NEWLINE_ONLY_CLIENTS
 
-    def _capability(self, *path: str) -> object:
-        node: object = (
-            self.protocol.client_capabilities if hasattr(self.protocol, "client_capabilities") else None
-        )
-        for name in path:
-            node = getattr(node, name, None)
-        return node
+    @property
+    def capabilities(self) -> types.ClientCapabilities:
+        """What the client said it can do in `initialize` (nothing, before it): read a capability
+        with pygls's typed `get_capability(server.capabilities, "a.b.c", default)`."""
+        sent = getattr(self.protocol, "client_capabilities", None)
+        return sent if isinstance(sent, types.ClientCapabilities) else types.ClientCapabilities()
 
     @property
     def supports_work_done_progress(self) -> bool:
-        return bool(self._capability("window", "work_done_progress"))
+        return get_capability(self.capabilities, "window.work_done_progress", False)
 
     @property
     def supports_configuration_pull(self) -> bool:
-        return bool(self._capability("workspace", "configuration"))
+        return get_capability(self.capabilities, "workspace.configuration", False)
 
     # -- workspace -----------------------------------------------------------------------------
     @property
