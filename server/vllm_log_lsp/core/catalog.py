@@ -22,7 +22,8 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from .linearity import USER_CHECK_LENGTH, refusal
 from .model import PHASES, Fix, FixOp, ValueSpec
@@ -34,12 +35,14 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
+_engine: ModuleType
 try:  # `regex` gives time limits; the stdlib engine is the fallback (e.g. in a bundled copy)
-    import regex as _engine
+    import regex
 
+    _engine = regex
     HAS_TIMEOUTS = True
 except ImportError:  # pragma: no cover - depends on the environment
-    _engine = stdlib_re  # type: ignore[assignment]
+    _engine = stdlib_re
     HAS_TIMEOUTS = False
 
 #: User rule files: only regular files (never a FIFO, a device or `/dev/stdin`), at most this big.
@@ -128,12 +131,13 @@ class Pattern:
         return f"Pattern({self.source!r})"
 
 
-if sys.version_info >= (3, 11):
-    from re import _constants as _sre
-    from re import _parser as _sre_parse
-else:  # pragma: no cover - exercised on Python 3.10 only
+# `re`'s parser; type checkers read it under its old public name, which typeshed describes.
+if TYPE_CHECKING or sys.version_info < (3, 11):
     import sre_constants as _sre
     import sre_parse as _sre_parse
+else:
+    from re import _constants as _sre
+    from re import _parser as _sre_parse
 
 
 def required_literal(source: str) -> str:
@@ -149,7 +153,7 @@ def required_literal(source: str) -> str:
         return ""
     if tree.state.flags & _sre.SRE_FLAG_IGNORECASE:
         return ""
-    runs = _mandatory_runs(list(tree))
+    runs = _mandatory_runs(list(tree.data))
     return max(runs, key=len, default="")
 
 

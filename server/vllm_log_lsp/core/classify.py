@@ -90,7 +90,7 @@ def phase_for(
 
 
 def _chain_texts(scan: Scan, cand: Candidate) -> list[str]:
-    texts = []
+    texts: list[str] = []
     if cand.traceback is not None:
         texts.extend(e.text for e in cand.traceback.chain)
     # Copies of the same exception elsewhere (EngineCore re-raise, API server) add context.

@@ -19,6 +19,7 @@ from .lines import parse_line
 from .model import Confidence, Considered, ExceptionEvent, LogLine, Symptom
 from .scan import FATAL_LEVELS, MAX_LINE, Candidate, Scan
 from .text import LogIndex
+from .tracebacks import Traceback
 
 # After the last symptom, how far to look for a cause printed late (core dumps, stderr order).
 LATE_WINDOW = 400
@@ -664,9 +665,9 @@ def _death_end(scan: Scan, incident: Incident) -> int:
     logged traceback that holds the cause, so that traceback belongs to the death too."""
     end = max(s.line for s, _, _ in incident.symptoms)
     key = ("tracebacks_by_header", len(scan.tracebacks))
-    by_header = scan.cache.get(key)
-    if not isinstance(by_header, dict):
-        by_header = {}
+    cached = scan.cache.get(key)
+    by_header: dict[int, list[Traceback]] = cached if isinstance(cached, dict) else {}
+    if not isinstance(cached, dict):
         for tb in scan.tracebacks:
             by_header.setdefault(tb.header_line, []).append(tb)
         scan.cache[key] = by_header

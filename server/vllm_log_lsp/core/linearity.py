@@ -15,17 +15,20 @@ pattern's own literal pieces repeated. Each is a "shape"; the same shape is meas
 from __future__ import annotations
 
 import re
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-try:  # the parser behind `re` (private, but stable for years; only used for this analysis)
-    import re._parser as _sre_parse  # type: ignore[import-not-found]
-    from re._constants import MAXREPEAT  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
-    from sre_constants import MAXREPEAT  # type: ignore[no-redef]
+# The parser behind `re` (private, but stable for years; only used for this analysis). Type
+# checkers read it under its old public name, which typeshed describes.
+if TYPE_CHECKING or sys.version_info < (3, 11):
+    import sre_parse as _sre_parse
+    from sre_constants import MAXREPEAT
+else:
+    from re import _parser as _sre_parse
+    from re._constants import MAXREPEAT
 
 #: Characters whose runs break typical patterns: words, digits, spaces, quotes, path and punctuation.
 RUN_CHARACTERS = "a0 '\"/.:-_=,(\t[x\\"

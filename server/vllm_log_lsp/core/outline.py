@@ -6,6 +6,7 @@ Built on demand (document symbols), not by `analyze`: a phase marker is looked u
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .catalog import Catalog, builtin_catalog
@@ -32,7 +33,7 @@ class RunOutline:
     model: str | None = None
 
 
-def run_boundaries(run_starts: tuple[int, ...] | list[int], line_count: int) -> list[tuple[int, int]]:
+def run_boundaries(run_starts: Sequence[int], line_count: int) -> list[tuple[int, int]]:
     """(first, last) line of each run: line 0 starts the first, nearby markers are one start."""
     starts: list[int] = [0]
     for line in sorted(run_starts):

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 
-def resolves_inside(path: str, roots: list[str] | tuple[str, ...]) -> bool:
+def resolves_inside(path: str, roots: Sequence[str]) -> bool:
     """Whether `path`, with every symlink resolved, lies in one of `roots` (also resolved)."""
     real = os.path.realpath(path)
     for root in roots:

@@ -125,9 +125,9 @@ def _classify_line(
                 event = _event_from_line(line, kind, marker.title, message.strip())
                 scan.events.append(Candidate(event, tier=tier))
                 return
-    event = standalone_exception(line) if line.level in FATAL_LEVELS else None
-    if event is not None:
-        scan.events.append(Candidate(event, tier=0))
+    standalone = standalone_exception(line) if line.level in FATAL_LEVELS else None
+    if standalone is not None:
+        scan.events.append(Candidate(standalone, tier=0))
 
 
 def _add_logged_message(scan: Scan, tb: Traceback) -> None:

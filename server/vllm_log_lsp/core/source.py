@@ -22,8 +22,9 @@ import os
 import stat
 import sys
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from .text import Buffer
 
@@ -51,6 +52,12 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 )
 # C0 controls a text log never holds (tab, newlines, form feed, backspace and ESC it may).
 _BINARY_BYTES = bytes([*range(0x01, 0x08), 0x0E, 0x0F, *range(0x10, 0x1B), *range(0x1C, 0x20), 0x7F])
+
+
+class Readable(Protocol):
+    """A binary stream to read from: a file, standard input, a decompressor."""
+
+    def read(self, size: int = -1, /) -> bytes | None: ...
 
 
 class LogReadError(Exception):
@@ -146,7 +153,7 @@ def first_invalid_utf8(data: Buffer) -> int | None:
 
 
 # -- reading -------------------------------------------------------------------------------------
-def _read_stream(stream: BinaryIO, limit: int, name: str) -> bytes:
+def _read_stream(stream: Readable, limit: int, name: str) -> bytes:
     """At most `limit` bytes of a stream of unknown size, refused at its first block when that
     is binary (`/dev/zero` or `/dev/urandom` on standard input costs one block, not `limit`)."""
     head = _read_bounded(stream, min(limit, SNIFF_BYTES), name, more_ok=True)
@@ -157,7 +164,7 @@ def _read_stream(stream: BinaryIO, limit: int, name: str) -> bytes:
     return head + _read_bounded(stream, limit - len(head), name)
 
 
-def _read_bounded(stream: BinaryIO, limit: int, name: str, more_ok: bool = False) -> bytes:
+def _read_bounded(stream: Readable, limit: int, name: str, more_ok: bool = False) -> bytes:
     """At most `limit` bytes of `stream`; more is an error (the input is not a log we can hold)."""
     data = stream.read(limit if more_ok else limit + 1)
     if data is None:  # a non-blocking stream with nothing ready
@@ -193,7 +200,12 @@ def _compression(head: bytes) -> str | None:
 
 
 def _decompress(data: bytes, kind: str, limit: int, name: str) -> bytes:
-    opener = {"gzip": lambda f: gzip.GzipFile(fileobj=f), "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}[kind]
+    openers: dict[str, Callable[[io.BytesIO], io.BufferedIOBase]] = {
+        "gzip": lambda f: gzip.GzipFile(fileobj=f),
+        "bzip2": bz2.BZ2File,
+        "xz": lzma.LZMAFile,
+    }
+    opener = openers[kind]
     try:
         with opener(io.BytesIO(data)) as stream:
             return _read_stream(stream, limit, f"{name} (decompressed)")

@@ -24,6 +24,7 @@ Only lines holding one of `LITERALS` are read (the literal pre-filter: one rg/gr
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -265,9 +266,7 @@ def read_time(text: str, end: int) -> tuple[float | None, str | None]:
     return _Clock().read(text, end)
 
 
-def series_of(
-    scan: StatsScan, run_starts: tuple[int, ...] | list[int], line_count: int
-) -> tuple[Series, ...]:
+def series_of(scan: StatsScan, run_starts: Sequence[int], line_count: int) -> tuple[Series, ...]:
     """The samples grouped per run and engine, runs in order and engines by name."""
     bounds = run_boundaries(run_starts, line_count)
     grouped: dict[tuple[int, str], list[StatsSample]] = {}

@@ -11,7 +11,7 @@ import math
 import shlex
 
 from .model import FixOp, ResolvedOp, ValueSpec
-from .versions import Version, parse_version
+from .versions import Version
 
 # vLLM's short aliases (0.9+; `-cc` 0.12+). `-O` is left alone: its meaning changed in 0.12.
 SHORT_ALIASES = {
@@ -106,8 +106,8 @@ def resolve_value(
 
 
 # vLLM accepts dotted JSON flags (`-cc.cudagraph_mode=NONE`) from about 0.9; `-cc` exists from 0.12.
-_DOTTED_JSON_SINCE = parse_version("0.9.0")
-_CC_ALIAS_SINCE = parse_version("0.12.0")
+_DOTTED_JSON_SINCE: Version = (0, 9, 0)
+_CC_ALIAS_SINCE: Version = (0, 12, 0)
 
 
 def json_flag_spelling(flag: str, key: str, value: str, version: Version | None) -> str:

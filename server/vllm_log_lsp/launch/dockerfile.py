@@ -36,7 +36,7 @@ class Instruction:
 
 def instructions(text: str) -> list[Instruction]:
     """The Dockerfile's instructions with absolute offsets (comments left out)."""
-    parser = DockerfileParser(fileobj=io.BytesIO(text.encode("utf-8")))
+    parser = DockerfileParser(fileobj=io.StringIO(text))
     lines = LineIndex(text)
     out = []
     for item in parser.structure:
@@ -258,5 +258,5 @@ def _instruction_args(text: str, ins: Instruction) -> list[Arg] | None:
         return None
     # a shell-form CMD is one command line; take the command that starts vLLM, else the first
     chosen = next((c for c in commands if find_entry([w.value for w in c.words])), commands[0])
-    renderer = ShellRenderer(source, smap, chosen)
-    return [Arg(w.value, w.start, w.end, renderer) for w in chosen.words]
+    shell = ShellRenderer(source, smap, chosen)
+    return [Arg(w.value, w.start, w.end, shell) for w in chosen.words]

@@ -103,7 +103,7 @@ def _resolve(
         return "assigned together with other names"
     if _mutated(scope if not isinstance(scope, ast.Module) else tree, node.id):
         return "changed after it is written"
-    return value  # type: ignore[return-value]
+    return value
 
 
 def _is_literal_mapping(node: ast.AST) -> bool:

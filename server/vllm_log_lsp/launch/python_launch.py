@@ -375,7 +375,7 @@ class PythonSite(Site):
 
 def _with_decorators(stmt: ast.stmt) -> ast.stmt:
     decorators = getattr(stmt, "decorator_list", None)
-    return decorators[0] if decorators else stmt  # type: ignore[return-value]
+    return decorators[0] if decorators else stmt
 
 
 def _imports_os_before(tree: ast.Module, anchor: ast.AST) -> bool:

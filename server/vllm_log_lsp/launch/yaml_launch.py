@@ -120,6 +120,7 @@ def scalar_map(text: str, node: ScalarNode) -> SourceMap | None:
     """Where each character of a scalar's value lies in the file; None for unsupported styles."""
     start, end = node.start_mark.index, node.end_mark.index
     value = scalar(node) or ""
+    candidate: SourceMap | None
     if not node.style:
         candidate = SourceMap.identity(text[start:end], start)
         candidate.encode_kind = "yaml_plain"
@@ -559,8 +560,8 @@ def _node_args(text: str, lines: LineIndex, node: Node) -> list[Arg]:
         if len(commands) != 1:
             return []
         command = commands[0]
-        renderer = ShellRenderer(smap.decoded, smap, command)
-        return [Arg(w.value, w.start, w.end, renderer) for w in command.words]
+        shell = ShellRenderer(smap.decoded, smap, command)
+        return [Arg(w.value, w.start, w.end, shell) for w in command.words]
     return []
 
 

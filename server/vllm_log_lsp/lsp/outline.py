@@ -107,7 +107,7 @@ def folding_ranges(result: AnalysisResult) -> list[types.FoldingRange]:
 async def _outline(server: VllmLogServer, state: DocumentState, result: AnalysisResult) -> list[RunOutline]:
     cached = state.outline_cache
     if cached is not None and cached[0] is result:
-        return cached[1]  # type: ignore[return-value]
+        return cached[1]
     loop = asyncio.get_running_loop()
     outline = await loop.run_in_executor(
         server.pipeline.executor, build_outline, result.text, result.analysis, server.catalog

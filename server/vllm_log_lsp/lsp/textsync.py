@@ -10,6 +10,8 @@ of the text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from lsprotocol import types
 
 from ..core.text import LogIndex
@@ -73,7 +75,7 @@ def apply_change(
 
 def apply_changes(
     text: str,
-    changes: list[types.TextDocumentContentChangeEvent] | tuple,
+    changes: Sequence[types.TextDocumentContentChangeEvent],
     encoding: str,
     newline_only: bool = False,
     last: LastLine | None = None,

@@ -291,12 +291,12 @@ def _chart(
 
     xs = [key(s) for s in samples]
     death_xs = []
-    for line in death_lines:
-        record = records.get(line)
+    for death_line in death_lines:
+        record = records.get(death_line)
         if timed and record is not None and record.death_time is not None:
-            death_xs.append((record.death_time, line))
+            death_xs.append((record.death_time, death_line))
         elif not timed:
-            death_xs.append((float(line), line))
+            death_xs.append((float(death_line), death_line))
     lo = min(xs)
     hi = max([*xs, *(d for d, _ in death_xs)])
     span = hi - lo or 1.0
@@ -339,10 +339,10 @@ def _chart(
             f'points="{text}" fill="none" stroke="{line.colour}" stroke-width="1.8"><title>{escape(line.label)}'
             "</title></polyline>"
         )
-    for value, line in death_xs:
+    for value, death_line in death_xs:
         out.append(
             f'<line class="death" x1="{px(value):.1f}" y1="{pad}" x2="{px(value):.1f}" y2="{py(0):.1f}" '
-            f'stroke="{DEATH}" stroke-width="2"><title>death (line {line + 1})</title></line>'
+            f'stroke="{DEATH}" stroke-width="2"><title>death (line {death_line + 1})</title></line>'
             f'<text x="{px(value) - 3:.1f}" y="{pad + 10}" class="tick death-label" text-anchor="end">death</text>'
         )
     legend = " ".join(
