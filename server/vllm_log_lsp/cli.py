@@ -14,57 +14,62 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TextIO
 
 from . import __version__
+from .batch import (
+    AnalysisHook,
+    CheckOptions,
+    FileOutcome,
+    HookError,
+    check_files,
+    expand_inputs,
+    parallel_jobs,
+)
 from .core.analyze import analyze
 from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
-from .core.linebreaks import NewlineLines, Numbering
-from .core.model import PHASE_TITLES, Analysis, Finding, ResolvedFix
+from .core.model import Analysis, Finding, ResolvedFix
 from .core.source import LogReadError, LogSource, open_log, open_regular, read_regular_text
-from .report.health_text import health_lines, health_to_json, record_line, record_to_json
+from .progress import Progress
+from .report.github import file_commands
+from .report.json_report import (
+    EXIT_DEATH,
+    EXIT_HEALTHY,
+    EXIT_INTERNAL,
+    EXIT_UNREADABLE,
+    JSON_SCHEMA_VERSION,
+    STDIN_NAME,
+    error_json,
+    exit_status,
+    finding_to_json,
+    report_json,
+    shown_name,
+)
+from .report.sarif import sarif_log
+from .report.text import Style, render_text, summary_table
 
 #: Exit codes (also in `--help`): a readable log with no engine death; a death; the input or the
-#: command line could not be used (nothing was diagnosed); a bug in this tool.
-EXIT_HEALTHY, EXIT_DEATH, EXIT_UNREADABLE, EXIT_INTERNAL = 0, 1, 2, 3
+#: command line could not be used (nothing was diagnosed); a bug in this tool. The worst wins.
 EXIT_CODES_HELP = (
-    "exit status: 0 every log was read and shows no engine death; 1 an engine death was found; "
-    "2 an input or usage error (a log, rule file or script that cannot be read; nothing is called "
-    f"healthy then); {EXIT_INTERNAL} an internal error of vllm-log-lsp (one line on stderr; --debug "
-    "prints the traceback)"
+    f"exit status: {EXIT_HEALTHY} every log was read and shows no engine death; {EXIT_DEATH} an engine "
+    f"death was found; {EXIT_UNREADABLE} an input or usage error (a log, rule file or script that cannot be "
+    f"read, a directory or glob with no log; nothing is called healthy then); {EXIT_INTERNAL} an internal "
+    "error of vllm-log-lsp (one line on stderr; --debug prints the traceback); with several logs the "
+    "highest of these"
 )
-JSON_SCHEMA_VERSION = 1
-NO_BARE_CR = NewlineLines("")
-#: How standard input is named in reports, text and JSON alike.
-STDIN_NAME = "<stdin>"
+# What `streams` (--follow, --merge) renders with, as `check` renders one file.
+__all__ = [
+    "JSON_SCHEMA_VERSION",
+    "STDIN_NAME",
+    "Style",
+    "finding_to_json",
+    "main",
+    "render_text",
+    "shown_name",
+]
 #: The largest launch script `check --fix` edits (scripts are small; this bounds the read).
 MAX_SCRIPT_BYTES = 8 << 20
-
-
-class Style:
-    """ANSI styling that is a no-op when colour is off."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-
-    def _wrap(self, code: str, text: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
-
-    def bold(self, text: str) -> str:
-        return self._wrap("1", text)
-
-    def red(self, text: str) -> str:
-        return self._wrap("1;31", text)
-
-    def yellow(self, text: str) -> str:
-        return self._wrap("33", text)
-
-    def dim(self, text: str) -> str:
-        return self._wrap("2", text)
-
-    def cyan(self, text: str) -> str:
-        return self._wrap("36", text)
 
 
 def use_colour(choice: str, stream: TextIO) -> bool:
@@ -119,142 +124,6 @@ def _drop_stdout() -> None:
         os.close(devnull)
 
 
-def shown_name(path: str) -> str:
-    return STDIN_NAME if path == "-" else path
-
-
-def finding_to_json(finding: Finding, lines: Numbering = NO_BARE_CR) -> dict:
-    """The documented JSON shape of one incident (see README, "check --format json"); line
-    numbers as `grep -n` counts them in the text `lines` was built from."""
-    ctx = finding.context
-    root_line, root_column = lines.position(finding.root.line, finding.root.start)
-    return {
-        "root_cause": {
-            "line": root_line + 1,
-            "column": root_column + 1,
-            "text": finding.root_text,
-            "cause": finding.rule_id,
-            "title": finding.title,
-            "family": finding.family,
-            "message": finding.message,
-            "recognized": finding.recognized,
-            "why": finding.why,
-            "confidence": finding.confidence,
-            "considered": [
-                {"line": c.line + 1, "text": c.text, "why_not": c.why_not} for c in finding.considered
-            ],
-            "origin": _origin_json(finding),
-        },
-        "symptoms": [
-            {"line": lines.line(s.line) + 1, "text": s.text, "kind": s.kind} for s in finding.symptoms
-        ],
-        "phase": finding.phase,
-        "phase_line": None if finding.phase_line is None else lines.line(finding.phase_line) + 1,
-        "evidence": finding.evidence,
-        "fixes": [
-            {
-                "title": f.title,
-                "kind": f.fix.kind,
-                "command_line": f.command_line,
-                "detail": f.fix.detail,
-                "ops": [
-                    {"op": o.op.op, "name": o.op.name, "key": o.op.key, "value": o.value, "source": o.source}
-                    for o in f.ops
-                ],
-            }
-            for f in finding.fixes
-        ],
-        "next_steps": list(finding.next_steps),
-        "explanation": finding.explanation,
-        "references": list(finding.references),
-        "context": {
-            "vllm_version": ctx.vllm_version,
-            "model": ctx.model,
-            "args": ctx.args,
-            "gpu": ctx.gpu,
-            "tensor_parallel_size": ctx.tensor_parallel_size,
-        },
-    }
-
-
-def _origin_json(finding: Finding) -> dict | None:
-    origin = finding.origin
-    if origin is None:
-        return None
-    return {
-        "package": origin.package,
-        "kind": origin.kind,
-        "module": origin.module,
-        "function": origin.function,
-        "versions": origin.versions,
-        "template": origin.template,
-        "summary": origin.summary,
-        "version_mismatch": origin.version_mismatch,
-    }
-
-
-def render_text(
-    path: str,
-    analysis: Analysis,
-    style: Style,
-    lines: Numbering = NO_BARE_CR,
-    where: Callable[[int], str] | None = None,
-) -> str:
-    """Compiler-style report of one file, numbered as `grep -n`, less and vim number its lines;
-    `where(line)` names the `file:line` of a core line when the lines come from several files."""
-    out: list[str] = []
-    for warning in analysis.warnings:
-        out.append(f"{path}: {style.yellow('warning')}: {warning}")
-    health = analysis.health
-    if not analysis.findings:
-        out.append(f"{path}: {style.dim('no engine death found')}")
-    for finding in analysis.findings:
-        out.extend(_finding_lines(path, finding, style, lines, where))
-        record = record_line(health.record_for(finding.line) if health else None, lines.line)
-        out.extend([record] if record else [])
-        out.append("")
-    out.extend(health_lines(path, health, style.yellow, style.dim, lines.line))
-    return "\n".join(out).rstrip("\n")
-
-
-def _finding_lines(
-    path: str, finding: Finding, style: Style, numbering: Numbering, where: Callable[[int], str] | None = None
-) -> list[str]:
-    ctx = finding.context
-    place = where or (lambda line: f"{path}:{numbering.line(line) + 1}")
-    head = (
-        f"{style.bold(place(finding.line) + ':')} {style.red(finding.rule_id)} — {style.bold(finding.title)}"
-    )
-    lines = [head, f"  {style.dim('|')} {_excerpt(finding.root_text)}"]
-    if finding.message != finding.title:
-        lines.append(f"  {finding.message}")
-    phase = PHASE_TITLES.get(finding.phase, finding.phase)
-    where = f" (line {numbering.line(finding.phase_line) + 1})" if finding.phase_line is not None else ""
-    facts = [f"phase: {phase}{where}"]
-    if ctx.vllm_version:
-        facts.append(f"vLLM {ctx.vllm_version}")
-    if ctx.model:
-        facts.append(f"model {ctx.model}")
-    lines.append("  " + style.dim(" · ".join(facts)))
-    if finding.origin is not None:
-        lines.append(f"  {style.dim('origin:')} {finding.origin.summary.replace('`', '')}")
-        if finding.origin.version_mismatch:
-            lines.append(f"  {style.yellow('note')}: {finding.origin.version_mismatch}")
-    for number, fix in enumerate(finding.fixes, 1):
-        command = f": {style.cyan(fix.command_line)}" if fix.command_line else ""
-        lines.append(f"  fix {number} ({fix.fix.kind}): {fix.title}{command}")
-    for step in finding.next_steps:
-        lines.append(f"  next: {step}")
-    for symptom in finding.symptoms:
-        lines.append(f"  {style.yellow('symptom')} {place(symptom.line)}: {_excerpt(symptom.text, 100)}")
-    return lines
-
-
-def _excerpt(text: str, width: int = 160) -> str:
-    first = text.splitlines()[0] if text else ""
-    return first if len(first) <= width else first[: width - 1] + "…"
-
-
 def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
     if args.fix is not None:
         return cmd_fix(args, catalog)
@@ -262,57 +131,76 @@ def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
         return error("--write and --fix-index need --fix SCRIPT")
     if args.files.count("-") > 1:
         return error("standard input (-) can be read only once")
-    if args.report and len(args.files) != 1:
+    inputs = expand_inputs(args.files)
+    if args.report and (len(args.files) != 1 or len(inputs.paths) + len(inputs.problems) != 1):
         return error("--report writes the report of one FILE")
     live = check_streams(args, catalog)
     if live is not None:
         return live
+    if args.jobs is not None and args.jobs < 1:
+        return error("--jobs takes a number of processes, 1 or more")
+    options = CheckOptions(
+        text=args.format == "text",
+        colour=use_colour(args.color, sys.stdout),
+        rule_files=tuple(args.rules + args.command_rules),
+        debug=args.debug,
+    )
+    entries = [error_json(argument, problem) for argument, problem in inputs.problems]
+    for _, problem in inputs.problems:
+        error(problem)
     out = Reports(sys.stdout)
-    style = Style(use_colour(args.color, sys.stdout))
-    status = EXIT_HEALTHY
-    reports = []
-    for path in args.files:
-        name = shown_name(path)
-        try:
-            source = open_log(path)
-        except LogReadError as err:
-            error(str(err))
-            reports.append({"path": name, "error": str(err), "warnings": [], "incidents": []})
-            status = EXIT_UNREADABLE
-            continue
-        analysis = analyze_source(source, catalog)
-        has_lines = analysis.findings or (analysis.health is not None and analysis.health.series)
-        numbering = analysis.source_map or (NewlineLines(source.data) if has_lines else NO_BARE_CR)
-        if args.report:
-            from .report.html import write_report  # only when asked: keeps start-up light
+    progress = Progress.for_batch(inputs.paths, sys.stderr)
+    outcomes = check_files(
+        inputs.paths, catalog, options, parallel_jobs(inputs.paths, args.jobs), _html_hook(args, catalog)
+    )
+    try:
+        for outcome in outcomes:
+            with progress.paused():
+                for line in outcome.errors:
+                    print(line, file=sys.stderr)
+                out.write(_file_output(args.format, outcome))
+            entries.append(outcome.entry)
+            progress.advance(outcome.size)
+    except HookError as err:
+        return error(str(err))
+    finally:
+        progress.close()
+    out.write(_batch_output(args.format, entries, catalog, Style(options.colour)))
+    return exit_status(entries)
 
-            try:
-                write_report(args.report, path, source.data, analysis, catalog)
-            except OSError as err:
-                return error(f"cannot write the report {args.report}: {err.strerror or err}")
-        if analysis.findings and status == EXIT_HEALTHY:
-            status = EXIT_DEATH
-        if args.format == "json":
-            reports.append(
-                {
-                    "path": name,
-                    "error": None,
-                    "warnings": list(analysis.warnings),
-                    "incidents": [
-                        {
-                            **finding_to_json(f, numbering),
-                            "prefailure": record_to_json(_record(analysis, f), numbering.line),
-                        }
-                        for f in analysis.findings
-                    ],
-                    "health": health_to_json(analysis.health, numbering.line),
-                }
-            )
-        else:
-            out.write(render_text(name, analysis, style, numbering) + "\n")
-    if args.format == "json":
-        out.write(json.dumps({"version": JSON_SCHEMA_VERSION, "files": reports}, indent=2) + "\n")
-    return status
+
+def _file_output(form: str, outcome: FileOutcome) -> str:
+    """What is printed as soon as one file is checked (text and GitHub commands stream)."""
+    if form == "text" and outcome.text is not None:
+        return outcome.text + "\n"
+    if form == "github":
+        return "".join(line + "\n" for line in file_commands(outcome.entry))
+    return ""
+
+
+def _batch_output(form: str, entries: list[dict], catalog: Catalog, style: Style) -> str:
+    """What ends the output: the whole JSON or SARIF document, or a batch's summary table."""
+    if form == "json":
+        return json.dumps(report_json(entries), indent=2) + "\n"
+    if form == "sarif":
+        return json.dumps(sarif_log(entries, catalog), indent=2) + "\n"
+    return "\n" + summary_table(entries, style) + "\n" if len(entries) > 1 else ""
+
+
+def _html_hook(args: argparse.Namespace, catalog: Catalog) -> AnalysisHook | None:
+    """`--report HTML`: write the page of the (one) file once it is analysed."""
+    if not args.report:
+        return None
+
+    def write_html(path: str, source: LogSource, analysis: Analysis) -> None:
+        from .report.html import write_report  # only when asked: keeps start-up light
+
+        try:
+            write_report(args.report, path, source.data, analysis, catalog)
+        except OSError as err:
+            raise HookError(f"cannot write the report {args.report}: {err.strerror or err}") from None
+
+    return write_html
 
 
 def check_streams(args: argparse.Namespace, catalog: Catalog) -> int | None:
@@ -337,10 +225,6 @@ def check_streams(args: argparse.Namespace, catalog: Catalog) -> int | None:
 
 def analyze_source(source: LogSource, catalog: Catalog) -> Analysis:
     return analyze(source.data, catalog, tuple(source.warnings), path=source.plain_path)
-
-
-def _record(analysis: Analysis, finding: Finding):
-    return analysis.health.record_for(finding.line) if analysis.health else None
 
 
 # -- check --fix --------------------------------------------------------------------------------
@@ -583,10 +467,24 @@ def build_parser() -> argparse.ArgumentParser:
         "(and written with --write), 2: LOG or SCRIPT unreadable, or SCRIPT malformed (reason on stderr).",
     )
     check.add_argument(
-        "files", nargs="+", metavar="FILE", help="log files (regular files); - reads standard input"
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="log files, directories (their logs, recursively) or globs ('logs/**/*.log'); "
+        "- reads standard input",
     )
     check.add_argument(
-        "--format", choices=("text", "json"), default="text", help="compiler-style text (default) or JSON"
+        "--format",
+        choices=("text", "json", "sarif", "github"),
+        default="text",
+        help="compiler-style text (default), JSON, SARIF 2.1.0 (code scanning) or GitHub Actions "
+        "workflow commands (annotations)",
+    )
+    check.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="check the files in N processes (default: every core for a large batch, else 1)",
     )
     check.add_argument(
         "--color",

@@ -46,10 +46,18 @@ def test_json_report_schema() -> None:
     result = run("check", "--format", "json", str(OOM), str(HEALTHY / "001.log"))
     assert result.returncode == 1
     report = json.loads(result.stdout)
-    assert report["version"] == 1
+    assert report["version"] == 2
     crash, healthy = report["files"]
     health = healthy.pop("health")  # the stats lines' series and findings (see tests/core/test_health.py)
-    assert healthy == {"path": str(HEALTHY / "001.log"), "error": None, "warnings": [], "incidents": []}
+    summary = healthy.pop("summary")  # (see tests/core/test_cli_outputs.py)
+    assert healthy == {
+        "path": str(HEALTHY / "001.log"),
+        "error": None,
+        "warnings": [],
+        "incidents": [],
+        "precursors": [],
+    }
+    assert summary["status"] == "no-death" and summary["incidents"] == 0
     assert health["findings"] == [] and [s["samples"] for s in health["series"]] == [2]
     [incident] = crash["incidents"]
     root = incident["root_cause"]

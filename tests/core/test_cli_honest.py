@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from support import FORMATS, HEALTHY, run_cli
-from vllm_log_lsp import cli
+from vllm_log_lsp import batch, cli
 from vllm_log_lsp.core.source import LogReadError, first_invalid_utf8, open_log
 
 OOM = FORMATS / "tp2-worker-oom.log"
@@ -100,13 +100,15 @@ def test_binary_and_broken_input_is_an_error_never_healthy(tmp_path: Path) -> No
 def test_special_files_are_refused_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "serve.log"
     os.mkfifo(fifo)  # nobody writes to it: opening it for reading the usual way blocks forever
-    specials = [str(fifo), "/dev/zero", "/dev/urandom", str(tmp_path)]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    specials = [str(fifo), "/dev/zero", "/dev/urandom", str(empty)]
     result = run("check", *specials, str(OOM), timeout=30)
     assert result.returncode == 2
     assert f"cannot read {fifo}: a FIFO (named pipe), not a regular file" in result.stderr
     assert "cannot read /dev/zero: a device, not a regular file" in result.stderr
     assert "cannot read /dev/urandom: a device, not a regular file" in result.stderr
-    assert f"cannot read {tmp_path}: a directory, not a regular file" in result.stderr
+    assert f"no log files in {empty}" in result.stderr  # a directory is searched for logs
     assert OOM_HEAD in result.stdout
     assert "Traceback" not in result.stderr
     # The rule file and the launch script are opened the same way.
@@ -152,7 +154,7 @@ def test_an_internal_error_has_its_own_status_and_one_line(monkeypatch, capsys) 
     def broken_analysis(*args, **kwargs):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(cli, "analyze", broken_analysis)
+    monkeypatch.setattr(batch.Analyzer, "analyze", broken_analysis)
     assert cli.main(["check", str(OOM)]) == cli.EXIT_INTERNAL == 3
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "internal error: ZeroDivisionError: a bug" in err

@@ -6,8 +6,8 @@ decompresses without bound, and says why when it cannot give a log: a tool that 
 input must not answer "healthy".
 
 The result is the UTF-8 bytes the analysis reads (`core.text.LogIndex` takes them as they are):
-a large plain file is mapped, not read; gzip, bzip2 and xz are decompressed (rotated logs are
-normal); UTF-16/UTF-32 with a byte-order mark (PowerShell's `>`) are re-encoded as UTF-8.
+a large plain file is mapped, not read; gzip, bzip2, xz and zstd (with a zstd library) are
+decompressed (rotated logs are normal); UTF-16/UTF-32 with a byte-order mark (PowerShell's `>`) are re-encoded as UTF-8.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ _COMPRESSED: tuple[tuple[bytes, str], ...] = (
     (b"\x1f\x8b", "gzip"),
     (b"BZh", "bzip2"),
     (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
 )
 # Longest first: the UTF-32 LE mark starts with the UTF-16 LE one.
 _BOMS: tuple[tuple[bytes, str], ...] = (
@@ -58,6 +59,10 @@ class Readable(Protocol):
     """A binary stream to read from: a file, standard input, a decompressor."""
 
     def read(self, size: int = -1, /) -> bytes | None: ...
+
+
+#: A decompressor: a readable stream (and context manager) over compressed bytes.
+Opener = Callable[[io.BytesIO], io.BufferedIOBase | BinaryIO]
 
 
 class LogReadError(Exception):
@@ -200,16 +205,20 @@ def _compression(head: bytes) -> str | None:
 
 
 def _decompress(data: bytes, kind: str, limit: int, name: str) -> bytes:
-    openers: dict[str, Callable[[io.BytesIO], io.BufferedIOBase]] = {
+    openers: dict[str, Opener] = {
         "gzip": lambda f: gzip.GzipFile(fileobj=f),
         "bzip2": bz2.BZ2File,
         "xz": lzma.LZMAFile,
     }
-    opener = openers[kind]
+    errors: tuple[type[BaseException], ...] = (OSError, EOFError, lzma.LZMAError, zlib.error)
+    if kind in openers:
+        opener = openers[kind]
+    else:
+        opener, errors = _zstd_opener(name)
     try:
         with opener(io.BytesIO(data)) as stream:
             return _read_stream(stream, limit, f"{name} (decompressed)")
-    except (OSError, EOFError, lzma.LZMAError, zlib.error) as err:
+    except errors as err:
         raise LogReadError(f"cannot read {name}: not valid {kind} data ({err})") from None
 
 
@@ -230,6 +239,30 @@ def prepare_stream_bytes(data: bytes, name: str) -> LogSource:
     if not _needs_decoding(data[:8]):
         _refuse_binary(data[:SNIFF_BYTES], name)
     return _prepare(data, name)
+
+
+def _zstd_opener(name: str) -> tuple[Opener, tuple[type[BaseException], ...]]:
+    """A zstd stream reader and its errors: Python 3.14's `compression.zstd`, else the
+    `zstandard` package (`pip install 'vllm-log-lsp[zstd]'`); neither is a clear error."""
+    try:
+        from compression import zstd  # type: ignore[import-not-found]  # Python 3.14+
+
+        return zstd.ZstdFile, (OSError, EOFError, zstd.ZstdError)
+    except ImportError:
+        pass
+    try:
+        import zstandard
+    except ImportError:
+        raise LogReadError(
+            f"cannot read {name}: zstd-compressed, and no zstd library is installed "
+            "(pip install 'vllm-log-lsp[zstd]', or decompress it with unzstd)"
+        ) from None
+
+    # Every frame: a rotated log may be several compressed pieces appended.
+    def reader(stream: io.BytesIO) -> BinaryIO:
+        return zstandard.ZstdDecompressor().stream_reader(stream, read_across_frames=True)
+
+    return reader, (OSError, EOFError, zstandard.ZstdError)
 
 
 def _prepare(data: bytes, name: str, limit: int = MAX_STREAM_BYTES) -> LogSource:

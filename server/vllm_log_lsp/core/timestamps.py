@@ -1,0 +1,53 @@
+"""When a line was written, as the log says it: the timestamp a line carries, or its writer's last.
+
+A log line may carry two timestamps: the runtime's (`docker logs -t`, Kubernetes CRI, Docker
+Desktop, Python logging: a full date, often to the microsecond) at the start, and vLLM's logger
+header (`INFO 05-21 10:00:01[.123] [file.py:N]`: no year). The runtime's is the more complete and
+wins. A traceback's lines carry none (Python prints them raw under the logger line), so the time of
+a root cause is that of the nearest line above it written by the same process.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .lines import parse_line
+from .text import LogIndex, strip_ansi
+
+#: A runtime's date and time at the start of a line (RFC 3339, ISO 8601 with a space, logging's
+#: comma), after at most a short prefix (a compose service column, a markdown quote).
+_RUNTIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?")
+_RUNTIME_WITHIN = 48
+#: vLLM's logger header: level, `MM-DD HH:MM:SS` with an optional fraction, then the source.
+_VLLM = re.compile(
+    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) [\[(]?[\w./-]+\.py:\d+\]"
+)
+_VLLM_WITHIN = 200
+#: How far above a line to look for its writer's last timestamp (a long traceback's height).
+LOOK_BACK_LINES = 400
+
+
+def line_timestamp(raw: str) -> str | None:
+    """The timestamp written on this line, as written (the runtime's first), or None."""
+    clean, _ = strip_ansi(raw[: _VLLM_WITHIN + _RUNTIME_WITHIN])
+    runtime = _RUNTIME.search(clean, 0, _RUNTIME_WITHIN + 40)
+    if runtime is not None and runtime.start() <= _RUNTIME_WITHIN:
+        return runtime.group()
+    header = _VLLM.search(clean)
+    return header.group(1) if header is not None else None
+
+
+def timestamp_at(index: LogIndex, line: int) -> str | None:
+    """The time of core line `line`: its own timestamp, else the nearest one above it on a line of
+    the same writer (its process prefix), within `LOOK_BACK_LINES`; None when the log has none."""
+    start = index.line_start(line)
+    raw = index.slice(start, index.line_end_at(start))
+    own = line_timestamp(raw)
+    if own is not None:
+        return own
+    stream = parse_line(line, raw).stream
+    for number, text in index.iter_lines_back(start, line, LOOK_BACK_LINES):
+        found = line_timestamp(text)
+        if found is not None and parse_line(number, text).stream == stream:
+            return found
+    return None
