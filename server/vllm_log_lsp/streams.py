@@ -329,13 +329,14 @@ def merged_report(args: argparse.Namespace, parts: list[Part], catalog: Catalog)
     from .cli import (
         EXIT_DEATH,
         EXIT_HEALTHY,
-        JSON_SCHEMA_VERSION,
         Reports,
         Style,
         finding_to_json,
         render_text,
         use_colour,
     )
+    from .report.health_text import health_to_json
+    from .report.json_report import file_summary, precursor_to_json, report_json
 
     merged = merge_logs(parts)
     analysis = analyze(merged.text, catalog)
@@ -354,8 +355,11 @@ def merged_report(args: argparse.Namespace, parts: list[Part], catalog: Catalog)
             "error": None,
             "warnings": list(analysis.warnings),
             "incidents": incidents,
+            "precursors": [precursor_to_json(p, lines) for p in analysis.precursors],
+            "health": health_to_json(analysis.health, lines.line),
         }
-        out.write(json.dumps({"version": JSON_SCHEMA_VERSION, "files": [entry]}, indent=2) + "\n")
+        entry["summary"] = file_summary(entry)  # the one merged run, as `check` sums up a file
+        out.write(json.dumps(report_json([entry]), indent=2) + "\n")
     else:
 
         def where(line: int) -> str:

@@ -201,6 +201,9 @@ def test_two_per_rank_files_of_one_death_are_one_incident_rooted_in_the_worker(t
     [incident] = entry["incidents"]
     root = incident["root_cause"]
     assert (root["path"], root["line"]) == (str(tmp_path / "Worker_TP0.log"), worker_line + 1)
+    # The merged run is summed up as one file of the JSON report (version 2) is.
+    assert entry["summary"]["status"] == "death" and entry["summary"]["causes"] == {root["cause"]: 1}
+    assert merged["summary"]["incidents"] == 1 and merged["summary"]["exit_status"] == 1
     assert {s["path"] for s in incident["symptoms"]} >= {str(tmp_path / "main.log")}
     for symptom in incident["symptoms"]:  # every link is a real line of its own file
         lines = Path(symptom["path"]).read_text(encoding="utf-8").split("\n")
