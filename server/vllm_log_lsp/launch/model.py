@@ -98,21 +98,48 @@ class DiscoveryOptions:
 
 @dataclass(frozen=True)
 class Candidate:
+    """An invocation scored against the log's run (see `rank.score_invocation`).
+
+    `reasons` say what agrees with the log ("serves the log's model", "port 8000"), `doubts`
+    what disagrees or cannot be told ("serves another model (Qwen/Qwen3-8B)"). `matches`: the
+    log's model is the one it serves and nothing it sets contradicts the log.
+    """
+
     invocation: Invocation
     score: float
     reasons: tuple[str, ...] = ()
+    matches: bool = False
+    doubts: tuple[str, ...] = ()
+
+    @property
+    def why_not_a_match(self) -> str:
+        """Why it is only plausible, in words (empty for a match)."""
+        return "" if self.matches else "; ".join(self.doubts) or "nothing ties it to the log's run"
 
 
 @dataclass(frozen=True)
 class Ranking:
-    """Candidates best first; `preferred` when the best one is clearly the run in the log."""
+    """Candidates best first: the matches, then the others (see `rank.rank_invocations`)."""
 
     candidates: tuple[Candidate, ...]
-    preferred: bool
 
     @property
     def best(self) -> Invocation | None:
         return self.candidates[0].invocation if self.candidates else None
+
+    @property
+    def matches(self) -> tuple[Candidate, ...]:
+        """The candidates that are the log's run (fixes for them can be applied without asking)."""
+        return tuple(c for c in self.candidates if c.matches)
+
+    @property
+    def preferred(self) -> bool:
+        """Whether the best candidate matches the log's run."""
+        return bool(self.candidates) and self.candidates[0].matches
+
+    def plausible(self, limit: int) -> tuple[Candidate, ...]:
+        """The best `limit` candidates that do not match (to offer when nothing matches)."""
+        return tuple(c for c in self.candidates if not c.matches)[:limit]
 
 
 @dataclass(frozen=True)
