@@ -243,11 +243,15 @@ class Rule:
     source: str = ""  # file:line where the rule is defined
     title_template: str = ""  # the title with its capture placeholders, when it has any
 
-    def title_for(self, evidence: dict[str, str]) -> str:
-        """The title with its placeholders filled from evidence (else their defaults)."""
+    def title_for(self, evidence: dict[str, str], platform: str | None = None) -> str:
+        """The title with its placeholders filled from evidence, else from the run's `platform`
+        (the device it ran on: `cuda`, `rocm`, `npu` …), else their defaults."""
         if not self.title_template:
             return self.title
-        values = {**TITLE_DEFAULTS, **{k: display_value(k, v) for k, v in evidence.items()}}
+        values = dict(TITLE_DEFAULTS)
+        if platform:
+            values["device"] = display_value("device", platform)
+        values.update({k: display_value(k, v) for k, v in evidence.items()})
         return fill_placeholders(self.title_template, values) or self.title
 
     def fixes_for(self, version: tuple[int, ...] | None) -> tuple[Fix, ...]:
@@ -313,17 +317,20 @@ _DEVICE_NAMES = {
     "cuda": "CUDA",
     "nvml": "CUDA",
     "cublas": "CUDA",
+    "cudnn": "CUDA",
     "hip": "ROCm",
     "hsa": "ROCm",
     "rocm": "ROCm",
     "npu": "NPU",
     "acl": "NPU",
+    "ascend": "NPU",  # vllm-ascend's platform plugin
     "xpu": "XPU",
     "ur": "XPU",  # Intel's Unified Runtime (UR_RESULT_ERROR_...)
     "cpu": "CPU",
     "tpu": "TPU",
     "xla": "TPU",
     "hpu": "HPU",
+    "neuron": "Neuron",
     "mps": "MPS",
 }
 

@@ -189,9 +189,9 @@ def build_finding(
         root=event.span,
         root_text=event.text if event.kind == "python" else event.message,
         rule_id=rule.id,
-        title=rule.title_for(evidence),
+        title=rule.title_for(evidence, context.platform),
         family=rule.family,
-        message=message or _message(rule, evidence),
+        message=message or _message(rule, evidence, context.platform),
         summary=rule.summary,
         explanation=rule.explanation,
         evidence=evidence,
@@ -254,9 +254,9 @@ def _distinct_symptoms(incident: Incident, root: ExceptionEvent) -> tuple[Sympto
     return tuple(sorted(by_line.values(), key=lambda s: s.line))
 
 
-def _message(rule: Rule, evidence: dict[str, str]) -> str:
+def _message(rule: Rule, evidence: dict[str, str], platform: str | None = None) -> str:
     filled = fill_placeholders(rule.message, evidence) if rule.message else None
-    return filled or rule.title_for(evidence)
+    return filled or rule.title_for(evidence, platform)
 
 
 _FALLBACK = Rule(

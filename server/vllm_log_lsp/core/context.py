@@ -26,7 +26,12 @@ _GPU_PATTERNS = (
     re.compile(r"device_name[=:] ?'?(?P<g>[^',)]+)"),
     re.compile(r"GPU \d+ \((?P<g>NVIDIA [^)]+)\)"),
 )
-_PLATFORM = re.compile(r"Automatically detected platform (?P<p>\w+)")
+# The platform vLLM runs on, as start-up names it: detected, a plugin's, or the engine config's.
+_PLATFORM_PATTERNS = (
+    re.compile(r"Automatically detected platform (?P<p>\w+)"),
+    re.compile(r"Platform plugin (?P<p>\w+) is activated"),
+    re.compile(r"\bdevice_config=(?P<p>\w+)"),
+)
 _NAMESPACE_ITEM = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\[[^\]]*\]|\{[^}]*\}|[^,()]+)")
 
 # Start-up lines worth reading for context are near a run's start.
@@ -40,6 +45,7 @@ _CONTEXT_LITERALS = (
     "Starting to load model",
     "Automatically detected platform",
     "Dumping input data for V1 LLM engine",
+    "Platform plugin",
 )
 
 
@@ -99,8 +105,8 @@ def read_context(index: LogIndex, start: int, end: int, limit: int = 2_000_000) 
             version = _first_group(_VERSION_PATTERNS, message)
         if model is None:
             model = _first_group(_MODEL_PATTERNS, message)
-        if platform is None and (found := _PLATFORM.search(message)):
-            platform = found.group("p")
+        if platform is None:
+            platform = _first_group(_PLATFORM_PATTERNS, message)
         if not args and (message.startswith(("non-default args:", "args: Namespace("))):
             args = parse_args_text(message)
             args_line = line.number
