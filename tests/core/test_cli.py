@@ -72,7 +72,7 @@ def test_json_report_schema() -> None:
         "name": "--gpu-memory-utilization",
         "key": None,
         "value": "0.85",
-        "source": "step down of 0.9 (vLLM's default)",
+        "source": "a step below vLLM's default 0.9",
     }
 
 

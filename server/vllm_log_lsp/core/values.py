@@ -73,6 +73,10 @@ def derive_value(spec: ValueSpec, base: str) -> str | None:
     return _format_like(result, base)
 
 
+#: How a derivation reads in a sentence: "half of vLLM's default 256".
+_DERIVATIONS = {"halve": "half of", "step_down": "a step below", "step_up": "a step above"}
+
+
 def resolve_value(
     spec: ValueSpec | None,
     captures: dict[str, str],
@@ -87,19 +91,19 @@ def resolve_value(
     if spec is None:
         return None, ""
     if spec.capture and captures.get(spec.capture):
-        return captures[spec.capture].replace(",", ""), "from this log"
+        return captures[spec.capture].replace(",", ""), "as this log computed it"
     if spec.derive:
         logged = captures.get(spec.base_capture or "")
         for base, origin in (
-            (current, "current value in the launch script"),
-            (logged, "value in this log's error"),
-            (log_value, "current value in the log's launch args"),
-            (spec.default, "vLLM's default"),
+            (current, "the launch script's {}"),
+            (logged, "the {} in the error"),
+            (log_value, "the {} the run was launched with"),
+            (spec.default, "vLLM's default {}"),
         ):
             if base:
                 derived = derive_value(spec, base)
                 if derived is not None:
-                    return derived, f"{spec.derive.replace('_', ' ')} of {base} ({origin})"
+                    return derived, f"{_DERIVATIONS[spec.derive]} {origin.format(base)}"
     if spec.literal is not None:
         return spec.literal, ""
     return None, ""
