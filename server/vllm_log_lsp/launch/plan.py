@@ -1,15 +1,18 @@
 """Fix plans (pure): a finding's fixes applied to the launch scripts that may have run the log.
 
 `plan_fixes` is where the list of planned fixes is built: the invocations are ranked against
-the log's run (`rank_invocations`), the plausible ones kept best first, and each fix with
-operations applied to each of them (or rebuilt as a command when there is no script at all).
-The LSP layer turns the plans into code actions and hover previews; nothing here knows LSP.
+the log's run (`rank_invocations`); each fix with operations is applied to the scripts that
+match it, or, when none does, the fixed command comes first and the most plausible scripts
+get their first fix, each saying why it is only plausible. The list stays short
+(`MAX_ACTIONS`) and at most one plan is preferred. The LSP layer turns the plans into code
+actions and hover previews; nothing here knows LSP.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from ..core.model import Finding, ResolvedFix
 from .apply import apply_fix, fix_file, fix_text, invocations_in_text
@@ -20,10 +23,16 @@ from .rank import rank_invocations
 from .rebuild import rebuild_command
 from .sites import Malformed
 
-#: Invocations offered per fix (best first); more would drown the menu.
-MAX_CANDIDATES = 5
+#: Quick fixes offered per finding: a longer list is a wall nobody reads.
+MAX_ACTIONS = 5
+#: Scripts offered (their first fix each) when none is the logged run.
+MAX_PLAUSIBLE = 3
 #: Unparseable launch files explained per finding.
 MAX_EXPLAINED = 3
+
+#: What a plan is for: a script that is the logged run, one that only may be, the rebuilt
+#: command, or a launch file that did not parse (explained, and fixed if it was repaired).
+Role = Literal["match", "plausible", "command", "unparsed"]
 
 
 @dataclass(frozen=True)
@@ -40,7 +49,8 @@ class FixPlan:
     """One fix of a finding, applied to one invocation, or rebuilt as a command.
 
     Exactly one of `result` (status `changed`, `skipped`, or `unchanged`: the script has the
-    fix already) and `command` is set.
+    fix already) and `command` is set. `doubt` says why a `plausible` script may not be the
+    logged run ("serves another model (Qwen/Qwen3-8B)").
     """
 
     fix_index: int
@@ -48,16 +58,8 @@ class FixPlan:
     result: FixResult | None = None
     command: str | None = None
     preferred: bool = False
-
-    @property
-    def preview(self) -> str:
-        """One line of markdown for the hover."""
-        if self.command is not None:
-            return f"fixed command: {code_span(self.command)}"
-        assert self.result is not None
-        if self.result.status == "skipped":
-            return f"not applied: {self.result.reason}"
-        return code_span(self.result.summary)
+    role: Role = "match"
+    doubt: str = ""
 
 
 def collect_invocations(
@@ -89,42 +91,82 @@ def plan_fixes(
     invocations: Sequence[Invocation],
     skipped: Sequence[SkippedFile],
     open_scripts: Mapping[str, OpenScript],
-    max_candidates: int = MAX_CANDIDATES,
+    max_actions: int = MAX_ACTIONS,
 ) -> list[FixPlan]:
-    """Every fix of `finding` that has operations, applied to its plausible invocations.
+    """The quick fixes worth offering for `finding`, at most `max_actions`, in menu order.
 
-    Fixes in the finding's order; within a fix, candidates best first. An invocation that
-    already has the fix gives no plan, except the best candidate: its plan says "already
-    applied" (rather than nothing, or a step further). `preferred` marks the first actionable
-    fix on the best candidate, when the ranking says that candidate is clearly the logged run.
+    The invocations are ranked against the log's run (`rank_invocations`). When some match
+    it, every fix with operations is applied to each match (fixes in the finding's order, the
+    best match first within a fix); exactly one plan is `preferred`: the first that edits the
+    best match. When none matches, nothing is preferred: first the fixed launch command, then
+    the first fix on the few most plausible scripts (`doubt` says why each is only plausible),
+    then the launch files that did not parse, then the other fixes as commands.
     """
+    actionable = [i for i, fx in enumerate(finding.fixes) if fx.ops]
+    if not actionable:
+        return []
     ranking = rank_invocations(invocations, finding.context)
-    candidates = plausible(ranking.candidates, max_candidates)
-    captures = dict(finding.evidence)
+    if ranking.matches:
+        plans = _plans_for_matches(finding, ranking.matches, actionable, open_scripts)
+    else:
+        plans = [_command_plan(finding, actionable[0])]
+        plans += _plans_for_plausible(finding, ranking.plausible(MAX_PLAUSIBLE), actionable[0], open_scripts)
+        plans += _unparsed_plans(finding, actionable[0], skipped, open_scripts)
+        plans += [_command_plan(finding, index) for index in actionable[1:]]
+    return plans[:max_actions]
+
+
+def _plans_for_matches(
+    finding: Finding,
+    matches: Sequence[Candidate],
+    actionable: Sequence[int],
+    open_scripts: Mapping[str, OpenScript],
+) -> list[FixPlan]:
+    """Each fix on each match; a fix already in a script is said once, for the best match."""
     plans: list[FixPlan] = []
-    first = next((i for i, fx in enumerate(finding.fixes) if fx.ops), None)
-    for index, resolved in enumerate(finding.fixes):
-        if not resolved.ops:
-            continue
-        if not candidates:
-            command = rebuild_command(finding.context, resolved.ops, captures)
-            plans.append(FixPlan(index, resolved, command=command))
-        for rank, invocation in enumerate(candidates):
-            script = open_scripts.get(invocation.path)
-            result = apply_fix(
-                invocation,
-                resolved.ops,
-                text=script.text if script else None,
-                context=finding.context,
-                captures=captures,
-            )
+    for index in actionable:
+        for rank, candidate in enumerate(matches):
+            result = _apply(finding, index, candidate.invocation, open_scripts)
             if result.status == "unchanged" and rank > 0:
                 continue
-            preferred = ranking.preferred and rank == 0 and index == first and result.changed
-            plans.append(FixPlan(index, resolved, result=result, preferred=preferred))
-    if first is not None:
-        plans += _unparsed_plans(finding, first, skipped, open_scripts)
+            plans.append(FixPlan(index, finding.fixes[index], result=result))
+    best = matches[0].invocation
+    preferred = next(
+        (p for p in plans if p.result and p.result.changed and p.result.invocation == best), None
+    )
+    preferred = preferred or next((p for p in plans if p.result and p.result.changed), None)
+    return [replace(p, preferred=True) if p is preferred else p for p in plans]
+
+
+def _plans_for_plausible(
+    finding: Finding, candidates: Sequence[Candidate], index: int, open_scripts: Mapping[str, OpenScript]
+) -> list[FixPlan]:
+    plans = []
+    for candidate in candidates:
+        result = _apply(finding, index, candidate.invocation, open_scripts)
+        if result.status != "unchanged":
+            doubt = candidate.why_not_a_match
+            plans.append(FixPlan(index, finding.fixes[index], result=result, role="plausible", doubt=doubt))
     return plans
+
+
+def _command_plan(finding: Finding, index: int) -> FixPlan:
+    resolved = finding.fixes[index]
+    command = rebuild_command(finding.context, resolved.ops, dict(finding.evidence))
+    return FixPlan(index, resolved, command=command, role="command")
+
+
+def _apply(
+    finding: Finding, index: int, invocation: Invocation, open_scripts: Mapping[str, OpenScript]
+) -> FixResult:
+    script = open_scripts.get(invocation.path)
+    return apply_fix(
+        invocation,
+        finding.fixes[index].ops,
+        text=script.text if script else None,
+        context=finding.context,
+        captures=dict(finding.evidence),
+    )
 
 
 def _unparsed_plans(
@@ -144,17 +186,5 @@ def _unparsed_plans(
         else:  # (`docs`: a document is only reported when discovery was allowed to read it)
             result = fix_file(bad.path, resolved.ops, context=finding.context, captures=captures, docs=True)
         if result.status != "unchanged":
-            plans.append(FixPlan(first, resolved, result=result))
+            plans.append(FixPlan(first, resolved, result=result, role="unparsed"))
     return plans
-
-
-def plausible(candidates: Sequence[Candidate], limit: int) -> list[Invocation]:
-    """The invocations worth offering: those the log does not contradict, if there are any."""
-    fitting = [c for c in candidates if c.score >= 0]
-    return [c.invocation for c in (fitting or list(candidates))[:limit]]
-
-
-def code_span(text: str) -> str:
-    """`text` as inline markdown code (a longer fence when it holds a backtick)."""
-    fence = "``" if "`" in text else "`"
-    return f"{fence}{text}{fence}"

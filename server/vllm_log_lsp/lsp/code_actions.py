@@ -1,12 +1,14 @@
 """Quick fixes: a finding's fixes applied to the launch scripts of the workspace.
 
 For each root-cause diagnostic in a `textDocument/codeAction` request, every fix that has
-operations becomes one `quickfix` per plausible vLLM invocation in the workspace folders, best
-candidate first, e.g. `Fix: Lower the number of concurrent sequences — serve.sh:3:
---max-num-seqs 256 → 128`. Without any launch script the fix is offered as "Copy the fixed
-launch command" (the `vllmLog.copyFixedCommand` command shows the rebuilt command and returns
-it). A script that cannot be edited safely gets a disabled action that says why. Advice-only
-fixes (no operations) give no action; the hover explains them.
+operations becomes one `quickfix` per launch script that is the log's run (`launch.plan`),
+e.g. `Fix: Lower the number of concurrent sequences — serve.sh:3: --max-num-seqs 256 → 128`;
+the first edit of the best one is `isPreferred` (what "Auto Fix" applies). When no script is
+the run, "Copy the fixed launch command" comes first (the `vllmLog.copyFixedCommand` command
+shows the rebuilt command and returns it), then the first fix on a few plausible scripts, each
+titled with why it is only plausible. At most `MAX_ACTIONS` per finding. A script that cannot
+be edited safely gets a disabled action that says why. Advice-only fixes (no operations) give
+no action; the hover explains them.
 
 One request, step by step:
 
@@ -32,7 +34,7 @@ from pygls.capabilities import get_capability
 
 from ..core.model import Finding
 from ..launch import FixResult
-from ..launch.plan import MAX_CANDIDATES, FixPlan, OpenScript
+from ..launch.plan import MAX_ACTIONS, FixPlan, OpenScript
 from .diagnostics import SOURCE, build_diagnostics
 from .launch_index import launch_options
 from .positions import to_client_column
@@ -115,8 +117,10 @@ def code_action(
             **common,
         )
     if result.changed:
+        # A script that may not be the logged run says why, after what the edit does.
+        doubt = f" (only plausible: {plan.doubt})" if plan.doubt else ""
         return types.CodeAction(
-            title=f"{title} — {result.summary}",
+            title=f"{title} — {result.summary}{doubt}",
             edit=workspace_edit(result, open_scripts, support),
             is_preferred=plan.preferred or None,
             **common,
@@ -206,7 +210,7 @@ def register(server: VllmLogServer) -> None:
             return None
         snapshot = await index.snapshot(launch_options(result.settings))
         findings = [finding for finding, _ in requested]
-        all_plans = await index.plans(findings, snapshot, MAX_CANDIDATES)
+        all_plans = await index.plans(findings, snapshot, MAX_ACTIONS)
         return code_actions_for(requested, all_plans, snapshot.open_scripts, _support(server)) or None
 
     @server.command(COPY_FIXED_COMMAND)
