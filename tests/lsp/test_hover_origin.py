@@ -18,5 +18,5 @@ async def test_hover_names_the_origin_and_a_version_that_cannot_have_raised_it(c
     assert "Rule `mined-config` · config · recognised cause" in text
     assert "The message is raised by `vllm/config/lora.py` `LoRAConfig._validate_lora_config`" in text
     assert "**Note**: vLLM 0.4.0 cannot have raised it" in text
-    assert "- **max_cpu_loras**: `2`" in text and "- **max_loras**: `4`" in text
+    assert "- max cpu loras: `2`" in text and "- max loras: `4`" in text  # capture names in words
     close(client, uri)

@@ -6,9 +6,9 @@ the hover read:
 - `discover(roots, options)` / `ready(roots, options)`: the invocations of each workspace folder, found
   in a worker thread and cached per folder and include/exclude globs
   (`launchScripts.include/exclude`);
-- `snapshot(options)`, then `plans(findings, snapshot, max_candidates)`: the pure
+- `snapshot(options)`, then `plans(findings, snapshot, max_actions)`: the pure
   `launch.plan.plan_fixes` of each finding, run in the same worker thread and cached;
-- `previews(uri, finding)`: one markdown line per fix for the hover, from the cache only.
+- `previews(uri, finding)`: where each fix lands, for the hover (computed before it answers).
 
 The discovery cache is dropped for a folder on `didSave` of a file in it and on
 `workspace/didChangeWatchedFiles` (watchers are registered when the client allows dynamic
@@ -35,10 +35,11 @@ from pygls.capabilities import get_capability
 
 from ..core.model import Finding
 from ..core.tools import distrust
-from ..launch import Discovery, DiscoveryOptions, discover
+from ..launch import Discovery, DiscoveryOptions, FixResult, discover
 from ..launch.discover import may_be_launch_file
 from ..launch.formats import WATCHED_GLOBS
-from ..launch.plan import FixPlan, OpenScript, collect_invocations, plan_fixes
+from ..launch.plan import MAX_ACTIONS, FixPlan, OpenScript, collect_invocations, plan_fixes
+from .render import FixPreview
 from .safety import log_to_client
 from .settings import Settings
 
@@ -47,11 +48,37 @@ if TYPE_CHECKING:
 
 #: Without file watchers, a folder's discovery is redone when older than this.
 STALE_AFTER_S = 30.0
-SEARCHING = "_searching launch scripts…_"
-#: How long a hover waits for its fix previews before answering without them.
-PREVIEW_WAIT_S = 0.5
+#: How long a hover waits for discovery and plans before it answers without previews (a bound
+#: for huge workspaces: the work goes on and lands in the caches for the next hover).
+PREVIEW_WAIT_S = 5.0
 
 PlanKey = tuple[Any, ...]
+
+
+def fix_previews(plans: Sequence[FixPlan]) -> dict[int, FixPreview]:
+    """Fix index → its preview: the plan on the best match, else its fixed command."""
+    previews: dict[int, FixPreview] = {}
+    for plan in plans:
+        if plan.fix_index in previews or plan.role not in ("match", "command"):
+            continue
+        if plan.command is not None:
+            previews[plan.fix_index] = FixPreview(command=plan.command)
+            continue
+        outcome = plan.result
+        assert outcome is not None
+        if outcome.status == "skipped":
+            previews[plan.fix_index] = FixPreview(change=f"not applied: {outcome.reason}")
+        else:
+            where = outcome.summary[: -len("; ".join(outcome.changes)) - 2] if outcome.changes else ""
+            change = "; ".join(outcome.changes) if outcome.changes else "already applied"
+            previews[plan.fix_index] = FixPreview(where=where or _where(outcome), change=change)
+    return previews
+
+
+def _where(outcome: FixResult) -> str:
+    """`serve.sh:15`: the file and line of the invocation a result is about."""
+    line = outcome.invocation.line + 1 if outcome.invocation is not None else None
+    return f"{os.path.basename(outcome.path)}:{line}" if line else os.path.basename(outcome.path)
 
 
 def launch_options(settings: Settings) -> DiscoveryOptions:
@@ -80,12 +107,12 @@ class PlanCache:
         discoveries: Sequence[Discovery],
         open_scripts: Mapping[str, OpenScript],
         options: DiscoveryOptions,
-        max_candidates: int,
+        max_actions: int,
     ) -> PlanKey:
         # Discoveries are immutable results replaced on invalidation: their identity is their
         # version (the cache entry keeps them alive, so an id cannot be reused meanwhile).
         scripts = tuple(sorted((path, s.version, hash(s.text)) for path, s in open_scripts.items()))
-        return (id(finding), tuple(id(d) for d in discoveries), scripts, options, max_candidates)
+        return (id(finding), tuple(id(d) for d in discoveries), scripts, options, max_actions)
 
     def get(self, key: PlanKey) -> list[FixPlan] | None:
         with self._lock:
@@ -114,11 +141,11 @@ class Snapshot:
 
 
 def plans_for(
-    findings: Sequence[Finding], snapshot: Snapshot, max_candidates: int, cache: PlanCache | None = None
+    findings: Sequence[Finding], snapshot: Snapshot, max_actions: int, cache: PlanCache | None = None
 ) -> list[list[FixPlan]]:
     """Worker-thread part: one plan list per finding (from the cache when nothing changed)."""
     discoveries, open_scripts = snapshot.discoveries, snapshot.open_scripts
-    keys = [PlanCache.key(f, discoveries, open_scripts, snapshot.options, max_candidates) for f in findings]
+    keys = [PlanCache.key(f, discoveries, open_scripts, snapshot.options, max_actions) for f in findings]
     plans: list[list[FixPlan] | None] = [cache.get(k) if cache else None for k in keys]
     if any(p is None for p in plans):
         invocations, skipped = collect_invocations(
@@ -126,7 +153,7 @@ def plans_for(
         )
         for i, finding in enumerate(findings):
             if plans[i] is None:
-                planned = plan_fixes(finding, invocations, skipped, open_scripts, max_candidates)
+                planned = plan_fixes(finding, invocations, skipped, open_scripts, max_actions)
                 plans[i] = planned
                 if cache is not None:
                     cache.put(keys[i], planned, (finding, tuple(discoveries)))
@@ -225,38 +252,32 @@ class LaunchIndex:
         return Snapshot(await self.discover(roots, options), self.open_scripts(), roots, options)
 
     async def plans(
-        self, findings: Sequence[Finding], snapshot: Snapshot, max_candidates: int
+        self, findings: Sequence[Finding], snapshot: Snapshot, max_actions: int
     ) -> list[list[FixPlan]]:
         """One plan list per finding, computed in the worker thread (cached)."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self.executor, plans_for, findings, snapshot, max_candidates, self.plan_cache
+            self.executor, plans_for, findings, snapshot, max_actions, self.plan_cache
         )
 
-    async def previews(self, uri: str, finding: Finding) -> dict[int, str]:
-        """Fix index → one markdown line previewing it on the best invocation (for the hover).
+    async def previews(self, uri: str, finding: Finding) -> dict[int, FixPreview]:
+        """Fix index → where it lands (for the hover): the best match's edit, or the fixed command.
 
-        Uses the cached discovery only: while it is being computed, each fix reads "searching
-        launch scripts…", as it does when the worker is too busy to answer in `PREVIEW_WAIT_S`.
+        Computed before the hover answers, with the code actions' discovery and plans (and
+        caches): a hover never shows a placeholder. Past `PREVIEW_WAIT_S` it goes without.
         """
         result = self.server.documents.result(uri)
         if result is None or not any(fx.ops for fx in finding.fixes):
             return {}
-        searching = {i: SEARCHING for i, fx in enumerate(finding.fixes) if fx.ops}
-        roots, options = self.roots(), launch_options(result.settings)
-        discoveries = self.ready(roots, options)
-        if discoveries is None:
-            return searching
-        job = self.plans([finding], Snapshot(discoveries, self.open_scripts(), roots, options), 1)
+        options = launch_options(result.settings)
         try:
-            # A hover must answer promptly: if the worker is busy, say so (the plans land in the cache).
-            (plans,) = await asyncio.wait_for(job, PREVIEW_WAIT_S)
+            # Shielded: a slow hover must not cancel the discovery or plans it started.
+            snapshot = await asyncio.wait_for(asyncio.shield(self.snapshot(options)), PREVIEW_WAIT_S)
+            job = self.plans([finding], snapshot, MAX_ACTIONS)
+            (plans,) = await asyncio.wait_for(asyncio.shield(job), PREVIEW_WAIT_S)
         except asyncio.TimeoutError:
-            return searching
-        previews: dict[int, str] = {}
-        for plan in plans:
-            previews.setdefault(plan.fix_index, plan.preview)
-        return previews
+            return {}
+        return fix_previews(plans)
 
     # -- file watching -------------------------------------------------------------------------
     def _watch(self) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from ..core.model import PHASE_TITLES, Finding, Precursor, Symptom
+from ..core.evidence import evidence_rows
+from ..core.model import PHASE_TITLES, Finding, Precursor, ResolvedFix, Symptom
 
 
 def _code(text: str) -> str:
@@ -13,36 +15,116 @@ def _code(text: str) -> str:
     return f"{fence}{text}{fence}" if text else ""
 
 
-def finding_markdown(finding: Finding, previews: Mapping[int, str] | None = None) -> str:
-    """The whole diagnosis: cause, why, evidence, when, how the run got there, fixes, references.
+@dataclass(frozen=True)
+class FixPreview:
+    """Where a fix lands for this workspace: a script (`where`: `serve.sh:15`, `change`: what
+    it edits there), or the rebuilt command when no launch script is the logged run."""
 
-    `previews` (fix index → one markdown line) show what each fix would change in the launch
-    script (see `launch_index.LaunchIndex.previews`)."""
-    parts: list[str] = [f"### Root cause: {finding.title}"]
+    where: str = ""
+    change: str = ""
+    command: str = ""
+
+    @property
+    def markdown(self) -> str:
+        """One line for the fix list."""
+        if self.command:
+            return f"fixed command: {_code(self.command)}"
+        return f"{_code(self.where)}: {_code(self.change)}" if self.where else self.change
+
+
+#: The first screen of a hover (a root cause's answer) never runs longer than this.
+FIRST_SCREEN_LINES = 12
+#: How much of the root-cause line the first screen quotes when the rule has no sentence for it.
+QUOTE_CHARS = 120
+
+
+def finding_markdown(finding: Finding, previews: Mapping[int, FixPreview] | None = None) -> str:
+    """The diagnosis: a first screen (what died, why, the evidence, the first fix), a rule,
+    then the reference (how it happens, every value, the fixes, the run, why this line).
+
+    `previews` (fix index → `FixPreview`, from `launch_index.LaunchIndex.previews`) say where each fix lands in the launch
+    scripts; without one a fix is shown as its flags only.
+    """
+    previews = previews or {}
+    return first_screen(finding, previews) + "\n\n---\n\n" + "\n\n".join(_reference(finding, previews))
+
+
+def first_screen(finding: Finding, previews: Mapping[int, FixPreview]) -> str:
+    """At most `FIRST_SCREEN_LINES` lines: title, what died, why, evidence, the first fix."""
+    parts = [f"### Root cause: {finding.title}", _what_died(finding)]
     if finding.summary:
-        parts.append(finding.summary)
-    status = "recognised cause" if finding.recognized else "unrecognised cause: no catalog rule matched"
-    parts.append(f"Rule {_code(finding.rule_id)} · {finding.family} · {status}")
-    if finding.origin is not None:
-        origin = finding.origin
-        parts.append(f"The message is {origin.summary}.")
-        if origin.version_mismatch:
-            parts.append(f"**Note**: {origin.version_mismatch}.")
+        parts.append(finding.summary.strip().replace("\n", " "))
+    parts.append(f"**Evidence**: {_evidence_sentence(finding)}")
+    first = next((i for i, fx in enumerate(finding.fixes) if fx.ops), None)
+    if first is not None:
+        parts.append(_first_fix(finding.fixes[first], previews.get(first)))
+    elif finding.fixes:
+        parts.append(f"**First fix**: {finding.fixes[0].title}")
+    elif finding.next_steps:
+        parts.append(f"**Next step**: {finding.next_steps[0].strip()}")
+    return "\n\n".join(parts)
+
+
+def _what_died(finding: Finding) -> str:
+    process = finding.exception.process if finding.exception is not None else None
+    who = f"**{process}** died" if process else "The engine died"
+    phase = PHASE_TITLES.get(finding.phase, finding.phase)
+    when = f" during {phase}" if finding.phase != "unknown" else ""
+    version = f" · vLLM {finding.context.vllm_version}" if finding.context.vllm_version else ""
+    return f"{who}{when} (line {finding.line + 1}){version}"
+
+
+def _evidence_sentence(finding: Finding) -> str:
+    """The rule's sentence with this log's values, else the root-cause line itself (an
+    unrecognised cause's message only says that no rule knows it)."""
+    if finding.recognized and finding.message and finding.message.strip() != finding.title.strip():
+        return finding.message.strip().replace("\n", " ")
+    text = finding.root_text.strip().replace("\n", " ")
+    return _code(text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS] + "…")
+
+
+def _first_fix(resolved: ResolvedFix, preview: FixPreview | None) -> str:
+    line = f"**First fix**: {resolved.title}: {_code(resolved.command_line)}"
+    if preview is None:
+        return line
+    if preview.command:
+        return line + " (no launch script in the workspace is this run: a quick fix copies the fixed command)"
+    if not preview.where:
+        return f"{line} ({preview.change})"
+    return f"{line} in {_code(preview.where)} ({_code(preview.change)})"
+
+
+def _reference(finding: Finding, previews: Mapping[int, FixPreview]) -> list[str]:
+    parts: list[str] = []
     if finding.explanation:
         parts += ["#### Why it happens", finding.explanation.strip()]
-    if finding.evidence:
-        rows = [f"- **{key}**: {_code(str(value))}" for key, value in finding.evidence.items()]
-        parts += ["#### Evidence from this log", "\n".join(rows)]
-    parts += ["#### When it died", _phase_and_context(finding)]
+    rows = evidence_rows(finding.evidence)
+    if rows:
+        parts += [
+            "#### Evidence from this log",
+            "\n".join(f"- {name}: {_code(value)}" for name, value in rows),
+        ]
     if finding.fixes:
-        parts += ["#### Fixes, in order", _fixes(finding, previews or {})]
+        parts += ["#### Fixes, in order", _fixes(finding, previews)]
+    parts += ["#### When it died", _phase_and_context(finding)]
     if finding.why:
         parts += ["#### Why this line", _why_this_line(finding)]
     if finding.next_steps:
         parts += ["#### Next steps", "\n".join(f"- {step}" for step in finding.next_steps)]
+    parts.append(_about(finding))
     if finding.references:
         parts += ["#### References", "\n".join(f"- {ref}" for ref in finding.references)]
-    return "\n\n".join(parts)
+    return parts
+
+
+def _about(finding: Finding) -> str:
+    status = "recognised cause" if finding.recognized else "unrecognised cause: no catalog rule matched"
+    lines = [f"Rule {_code(finding.rule_id)} · {finding.family} · {status}"]
+    if finding.origin is not None:
+        lines.append(f"The message is {finding.origin.summary}.")
+        if finding.origin.version_mismatch:
+            lines.append(f"**Note**: {finding.origin.version_mismatch}.")
+    return "\n\n".join(lines)
 
 
 # How many of the other candidates the hover lists (the JSON has them all).
@@ -86,7 +168,7 @@ def _phase_and_context(finding: Finding) -> str:
     return "\n".join(lines)
 
 
-def _fixes(finding: Finding, previews: Mapping[int, str]) -> str:
+def _fixes(finding: Finding, previews: Mapping[int, FixPreview]) -> str:
     items = []
     for number, resolved in enumerate(finding.fixes, 1):
         fix = resolved.fix
@@ -95,12 +177,12 @@ def _fixes(finding: Finding, previews: Mapping[int, str]) -> str:
             head += f": {_code(resolved.command_line)}"
         sources = sorted({op.source for op in resolved.ops if op.source})
         if sources:
-            head += f" (value from {', '.join(sources)})"
+            head += f" ({', '.join(sources)})"
         body = [head]
         if fix.detail:
             body.append("   " + fix.detail.strip().replace("\n", "\n   "))
         if number - 1 in previews:
-            body.append(f"   ↳ {previews[number - 1]}")
+            body.append(f"   ↳ {previews[number - 1].markdown}")
         items.append("\n".join(body))
     return "\n".join(items)
 
