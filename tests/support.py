@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -127,6 +128,38 @@ def editor_finding_title() -> str:
 
     findings = analyze((EDITOR_WORKSPACE / EDITOR_LOG).read_bytes()).findings
     return next(f.title for f in findings if f.rule_id == EDITOR_RULE)
+
+
+#: What every editor must show (issue 14): the hover's first screen, and a short quick-fix menu.
+HOVER_FIRST_SCREEN_LINES = 12
+MAX_QUICK_FIXES = 5
+#: What `serve.sh` serves in the scenario where no launch script is the logged run.
+EDITOR_OTHER_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def serve_another_model(workspace: Path) -> None:
+    """Make the workspace one where no launch script is the run in the log."""
+    script = workspace / EDITOR_SCRIPT
+    text = script.read_text(encoding="utf-8")
+    served = re.search(r"vllm serve (\S+)", text)
+    assert served is not None, text
+    script.write_text(text.replace(served.group(1), EDITOR_OTHER_MODEL), encoding="utf-8")
+
+
+def hover_first_screen_problems(markdown: str) -> list[str]:
+    """What the hover's first 12 lines miss: the cause, the evidence, the first fix with its
+    exact flag and the script it edits; and no placeholder anywhere (empty: all there)."""
+    head = "\n".join(markdown.split("\n")[:HOVER_FIRST_SCREEN_LINES])
+    fix = next((line for line in head.split("\n") if line.startswith("**First fix**")), "")
+    wanted = {
+        "the cause": editor_finding_title() in head,
+        "what died": " died " in head,
+        "the evidence": "**Evidence**: " in head,
+        "the first fix's flag": f"{EDITOR_FIX_FLAG} {EDITOR_FIX_VALUE}" in fix,
+        "the script it edits": f"`{EDITOR_SCRIPT}:" in fix,
+        "no placeholder": "searching" not in markdown and "…_" not in markdown,
+    }
+    return [name for name, ok in wanted.items() if not ok]
 
 
 def editor_bin_dirs() -> list[str]:

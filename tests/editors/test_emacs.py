@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -35,9 +36,12 @@ from support import (
     EDITOR_SCRIPT,
     EDITOR_TIMEOUT_S,
     EDITOR_WORKSPACE,
+    MAX_QUICK_FIXES,
     crash_label,
     editor_bin_dirs,
     editor_finding_title,
+    hover_first_screen_problems,
+    serve_another_model,
     unavailable,
 )
 
@@ -72,13 +76,22 @@ def _find_emacs() -> str:
 
 @pytest.fixture(scope="module")
 def emacs_run(tmp_path_factory):
+    return run_emacs(tmp_path_factory.mktemp("emacs"))
+
+
+def run_emacs(
+    tmp: Path, *, code_actions: str = "require", prepare: Callable[[Path], None] | None = None
+) -> tuple[dict, Path, float]:
+    """Run e2e.el against a fresh copy of the workspace (changed by `prepare`, if given);
+    returns (its JSON, workspace, seconds)."""
     emacs = _find_emacs()
     if shutil.which("vllm-log-lsp", path=os.pathsep.join(_bin_dirs())) is None:
         unavailable("vllm-log-lsp not installed in .venv (run scripts/install/10-python.sh)", INSTALLER)
-    tmp = tmp_path_factory.mktemp("emacs")
     workspace = tmp / "workspace"
     shutil.copytree(WORKSPACE, workspace)
     (workspace / ".git").mkdir()
+    if prepare is not None:
+        prepare(workspace)
     (tmp / "home").mkdir()
     labels = crash_label(CORPUS_FILE)
     out = tmp / "e2e.json"
@@ -93,7 +106,7 @@ def emacs_run(tmp_path_factory):
         "E2E_SYMPTOM_LINE": str(labels["symptom_lines"][-1] - 1),
         "E2E_SCRIPT": str(workspace / SCRIPT),
         "E2E_FIX_TITLE": FIX_FLAG,
-        "E2E_CODE_ACTIONS": "require",
+        "E2E_CODE_ACTIONS": code_actions,
     }
     cmd = [emacs, "--batch", "-q", "-l", str(SETUP), "-l", str(E2E)]
     start = time.monotonic()
@@ -163,6 +176,7 @@ def test_emacs_hover_shows_the_cause(emacs_run, expected):
     result, _, _ = emacs_run
     assert result["hover_kind"] == "markdown"
     assert expected["title"] in result["hover"], result["hover"]
+    assert hover_first_screen_problems(result["hover"]) == [], result["hover"]
 
 
 def test_emacs_definition_from_symptom(emacs_run, expected):
@@ -173,14 +187,33 @@ def test_emacs_definition_from_symptom(emacs_run, expected):
 
 
 def test_emacs_quick_fix_edits_launch_script(emacs_run):
+    """`M-x eglot-code-actions` then RET: eglot's default is the one preferred action, and it edits
+    the script that is the logged run (never `embed.sh`, another model's service)."""
     result, workspace, _ = emacs_run
     assert result["code_action_capable"] is True, "the server does not advertise codeActionProvider"
-    assert any(FIX_FLAG in t for t in result["code_action_titles"]), result["code_action_titles"]
+    actions = result["code_actions"]
+    assert 1 <= len(actions) <= MAX_QUICK_FIXES, actions
+    preferred = [a for a in actions if a["preferred"] is True]
+    assert len(preferred) == 1 and FIX_FLAG in preferred[0]["title"], actions
+    assert {Path(f).name for a in actions for f in a["files"]} == {SCRIPT}, actions
+    assert result["code_action_default"] == preferred[0]["title"]
     assert result["script_modified"] is True
     before = (WORKSPACE / SCRIPT).read_text(encoding="utf-8")
     after = (workspace / SCRIPT).read_text(encoding="utf-8")
     assert re.findall(rf"{FIX_FLAG}[ =](\S+)", after) == [FIX_VALUE], after
     assert after == before.replace(f"{FIX_FLAG} 1024", f"{FIX_FLAG} {FIX_VALUE}"), after
+
+
+def test_emacs_without_a_matching_script_offers_the_fixed_command_first(tmp_path):
+    result, _, _ = run_emacs(tmp_path, code_actions="list", prepare=serve_another_model)
+    actions = result["code_actions"]
+    assert 1 <= len(actions) <= MAX_QUICK_FIXES, actions
+    assert actions[0]["title"].startswith("Copy the fixed launch command"), actions
+    assert actions[0]["command"] == "vllmLog.copyFixedCommand" and not actions[0]["files"]
+    assert not any(a["preferred"] is True for a in actions), actions
+    for action in actions[1:]:
+        if action["files"]:
+            assert "(only plausible: serves another model" in action["title"], action
 
 
 @pytest.mark.parametrize(

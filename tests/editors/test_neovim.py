@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -35,10 +36,13 @@ from support import (
     EDITOR_SCRIPT,
     EDITOR_TIMEOUT_S,
     EDITOR_WORKSPACE,
+    MAX_QUICK_FIXES,
     crash_label,
     editor_bin_dirs,
     editor_finding_title,
+    hover_first_screen_problems,
     progress_redraws,
+    serve_another_model,
     unavailable,
 )
 
@@ -77,14 +81,19 @@ def _headless(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Comp
         pytest.fail(f"nvim did not finish in {TIMEOUT_S} s: {exc.stdout!r} {exc.stderr!r}")
 
 
-def run_neovim(tmp: Path, setup: Path, *, code_actions: str = "auto") -> tuple[dict, Path, float]:
-    """Run e2e.lua against a fresh copy of the workspace; returns (its JSON, workspace, seconds)."""
+def run_neovim(
+    tmp: Path, setup: Path, *, code_actions: str = "auto", prepare: Callable[[Path], None] | None = None
+) -> tuple[dict, Path, float]:
+    """Run e2e.lua against a fresh copy of the workspace (changed by `prepare`, if given);
+    returns (its JSON, workspace, seconds)."""
     nvim = _find_nvim()
     if shutil.which("vllm-log-lsp", path=os.pathsep.join(_bin_dirs())) is None:
         unavailable("vllm-log-lsp not installed in .venv (run scripts/install/10-python.sh)", INSTALLER)
     workspace = tmp / "workspace"
     shutil.copytree(WORKSPACE, workspace)
     (workspace / ".git").mkdir()
+    if prepare is not None:
+        prepare(workspace)
     home = tmp / "home"
     labels = crash_label(CORPUS_FILE)
     out = tmp / "e2e.json"
@@ -184,6 +193,8 @@ def test_nvim_hover_shows_the_cause(nvim_run, expected):
     assert result.get("hover_error") in (None, {}), result["hover_error"]
     assert result["hover_kind"] == "markdown"
     assert expected["title"] in result["hover"], result["hover"]
+    # The first hover (before any quick fix was asked for) already names the fix and its script.
+    assert hover_first_screen_problems(result["hover"]) == [], result["hover"]
     assert result["hover_range"]["start"] == {
         "line": expected["root"],
         "character": expected["exception_col"],
@@ -211,17 +222,41 @@ def test_nvim_references_outline_folds_lenses(nvim_run, expected):
 
 
 def test_nvim_quick_fix_edits_launch_script(nvim_run):
+    """The one preferred action (what a mapping that applies it does) edits the matching script."""
     result, workspace, _ = nvim_run
     assert result["capabilities"]["codeAction"], "the server does not advertise codeActionProvider"
     assert result.get("code_action_error") in (None, {}), result["code_action_error"]
-    assert any(FIX_FLAG in t for t in result["code_action_titles"]), result["code_action_titles"]
-    assert result["code_action_applied"], result["code_action_titles"]
+    actions = result["code_actions"]
+    assert 1 <= len(actions) <= MAX_QUICK_FIXES, actions
+    preferred = [a for a in actions if a["preferred"]]
+    assert len(preferred) == 1 and FIX_FLAG in preferred[0]["title"], actions
+    edited = {Path(f).name for a in actions for f in a["files"]}
+    assert edited == {SCRIPT}, actions  # never embed.sh, another model's service
+    assert result["code_action_applied"] == preferred[0]["title"], result["code_action_titles"]
     before = (WORKSPACE / SCRIPT).read_text(encoding="utf-8")
     after = (workspace / SCRIPT).read_text(encoding="utf-8")
     values = re.findall(rf"{FIX_FLAG}[ =](\S+)", after)
     assert values == [FIX_VALUE], after
     # Only that value changed.
     assert after == before.replace(f"{FIX_FLAG} 1024", f"{FIX_FLAG} {FIX_VALUE}"), after
+
+
+def test_nvim_without_a_matching_script_offers_the_fixed_command_first(tmp_path):
+    """No launch script serves the log's model: a short list, the fixed command first, no
+    preferred action (applying "the preferred fix" must not edit a script that is not the run)."""
+    result, workspace, _ = run_neovim(tmp_path, SETUP, code_actions="list", prepare=serve_another_model)
+    assert result.get("code_action_error") in (None, {}), result["code_action_error"]
+    actions = result["code_actions"]
+    assert 1 <= len(actions) <= MAX_QUICK_FIXES, actions
+    assert actions[0]["title"].startswith("Copy the fixed launch command"), actions
+    assert actions[0]["command"] == "vllmLog.copyFixedCommand" and not actions[0]["files"]
+    assert not any(a["preferred"] for a in actions), actions
+    for action in actions[1:]:
+        if action["files"]:
+            assert "(only plausible: serves another model" in action["title"], action
+    assert (workspace / SCRIPT).read_text() == (EDITOR_WORKSPACE / SCRIPT).read_text().replace(
+        "/models/Qwen2.5-Math-1.5B", "meta-llama/Llama-3.1-8B-Instruct"
+    )  # nothing applied
 
 
 def test_nvim_legacy_setup_works_on_0_11(tmp_path, expected):

@@ -7,8 +7,8 @@
 ;; root-cause line and a definition from a symptom line, and writes what it saw as JSON to $E2E_OUT;
 ;; the Python test makes the assertions.  Exit 0 when the script ran to the end, 1 on a Lisp error.
 ;; E2E_ROOT_LINE and E2E_SYMPTOM_LINE are 0-based; E2E_SCRIPT is the launch script, E2E_FIX_TITLE a
-;; text the quick fix's title contains, E2E_CODE_ACTIONS `require', `auto' (when the server offers code
-;; actions) or `skip'.
+;; text the preferred quick fix's title contains, E2E_CODE_ACTIONS `require', `auto' (when the server
+;; offers code actions), `list' (record the actions offered, apply none) or `skip'.
 
 ;;; Code:
 
@@ -44,6 +44,17 @@
     (forward-line line)
     (forward-char col)
     (eglot--TextDocumentPositionParams)))
+
+(defun e2e-edited-files (edit)
+  "The files a WorkspaceEdit plist EDIT changes (`changes' or `documentChanges')."
+  (let ((files nil) (changes (plist-get edit :changes)))
+    (while changes
+      (push (eglot--uri-to-path (substring (symbol-name (car changes)) 1)) files)
+      (setq changes (cddr changes)))
+    (seq-doseq (change (or (plist-get edit :documentChanges) []))
+      (when-let ((doc (plist-get change :textDocument)))
+        (push (eglot--uri-to-path (plist-get doc :uri)) files)))
+    (nreverse files)))
 
 (defun e2e-main ()
   (let ((root-line (e2e-env-int "E2E_ROOT_LINE"))
@@ -108,26 +119,44 @@
       (let ((mode (or (getenv "E2E_CODE_ACTIONS") "auto"))
             (capable (and (eglot--server-capable :codeActionProvider) t)))
         (e2e-put 'code_action_capable (if capable t :json-false))
-        (when (or (equal mode "require") (and capable (equal mode "auto")))
+        (when (or (member mode '("require" "list")) (and capable (equal mode "auto")))
+          (goto-char (point-min))
+          (forward-line root-line)
+          ;; What the server offers there (eglot-code-actions returns them when not interactive).
+          (e2e-put 'code_actions
+                   (vconcat
+                    (mapcar (lambda (action)
+                              (let ((command (plist-get action :command)))
+                                `((title . ,(plist-get action :title))
+                                  (preferred . ,(if (eq (plist-get action :isPreferred) t) t :json-false))
+                                  (files . ,(vconcat (e2e-edited-files (plist-get action :edit))))
+                                  (command . ,(if (stringp command) command
+                                                (plist-get command :command))))))
+                            (eglot-code-actions (line-beginning-position) (line-end-position)))))
+          (unless (equal mode "list")
           (let ((wanted (or (getenv "E2E_FIX_TITLE") ""))
-                (titles nil) (prompts nil))
-            (goto-char (point-min))
-            (forward-line root-line)
+                (titles nil) (prompts nil) (default nil))
+            ;; The user presses RET at eglot's prompt: the default, which is the preferred action.
             (cl-letf* ((completing-read-function
-                        (lambda (_prompt collection &rest _)
+                        (lambda (_prompt collection &optional _predicate _require _initial _history def
+                                         &rest _)
                           (setq titles (mapcar (lambda (c) (if (consp c) (car c) c)) collection))
-                          (or (seq-find (lambda (title) (string-search wanted title)) titles)
-                              (error "no code action titled like %S in %S" wanted titles))))
+                          (setq default (if (consp def) (car def) def))
+                          (if (and default (string-search wanted default))
+                              default
+                            (error "the default code action %S is not titled like %S (of %S)"
+                                   default wanted titles))))
                        ((symbol-function 'y-or-n-p)
                         (lambda (prompt) (push prompt prompts) t))
                        (last-nonmenu-event ?\r))   ; invoked from the keyboard, not a menu
               (eglot-code-actions (line-beginning-position) (line-end-position) nil t))
+            (e2e-put 'code_action_default default)
             (e2e-put 'code_action_titles (vconcat titles))
             (e2e-put 'code_action_prompts (vconcat prompts))
             (e2e-put 'script_modified
                      (let ((buf (find-buffer-visiting (getenv "E2E_SCRIPT"))))
                        (if (and buf (buffer-modified-p buf)) t :json-false)))
-            (save-some-buffers t))))
+            (save-some-buffers t)))))
       (e2e-put 'done_ms (e2e-ms)))))
 
 (let ((ok (condition-case err

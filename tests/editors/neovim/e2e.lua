@@ -7,9 +7,9 @@
 -- the end, 1 on a Lua error (the JSON then holds `error`).
 --
 -- Environment: E2E_OUT (JSON path), E2E_ROOT_LINE and E2E_SYMPTOM_LINE (0-based), E2E_SCRIPT (launch
--- script path), E2E_FIX_TITLE (plain text a quick fix title contains), E2E_CODE_ACTIONS (`require`:
--- run the quick-fix step even if the server does not advertise codeActionProvider; `auto`: only if it
--- does; `skip`: never), E2E_TIMEOUT_MS.
+-- script path), E2E_FIX_TITLE (plain text the preferred quick fix's title contains), E2E_CODE_ACTIONS
+-- (`require`: run the quick-fix step even if the server does not advertise codeActionProvider; `auto`:
+-- only if it does; `list`: record the actions offered, apply none; `skip`: never), E2E_TIMEOUT_MS.
 
 local out = { steps = {} }
 local timeout = tonumber(os.getenv('E2E_TIMEOUT_MS') or '') or 15000
@@ -161,7 +161,7 @@ local function main()
 
   -- The quick fix: offered on the root-cause line, applied through `vim.lsp.buf.code_action`, saved.
   local mode = os.getenv('E2E_CODE_ACTIONS') or 'auto'
-  if mode == 'require' or (mode == 'auto' and out.capabilities.codeAction) then
+  if mode == 'require' or mode == 'list' or (mode == 'auto' and out.capabilities.codeAction) then
     step('code action')
     local fix_title = os.getenv('E2E_FIX_TITLE') or ''
     local line_diags = vim.diagnostic.get(buf, { lnum = root_line })
@@ -171,16 +171,39 @@ local function main()
     local actions, action_err = request(client, buf, 'textDocument/codeAction', params)
     out.code_action_error = action_err
     out.code_action_titles = {}
+    out.code_actions = {}
     for _, a in ipairs(type(actions) == 'table' and actions or {}) do
       out.code_action_titles[#out.code_action_titles + 1] = a.title
+      -- the files each action edits (Neovim gets `changes`; `documentChanges` from other servers)
+      local files = {}
+      local edit = a.edit or {}
+      for uri, _ in pairs(edit.changes or {}) do
+        files[#files + 1] = vim.uri_to_fname(uri)
+      end
+      for _, change in ipairs(edit.documentChanges or {}) do
+        if change.textDocument then
+          files[#files + 1] = vim.uri_to_fname(change.textDocument.uri)
+        end
+      end
+      out.code_actions[#out.code_actions + 1] = {
+        title = a.title,
+        preferred = a.isPreferred == true,
+        files = files,
+        command = type(a.command) == 'table' and a.command.command or a.command,
+      }
+    end
+    if mode == 'list' then
+      step('done')
+      return
     end
 
+    -- What a user's "apply the preferred fix" mapping does: only the preferred action, applied.
     local script = assert(os.getenv('E2E_SCRIPT'), 'E2E_SCRIPT')
     local applied = nil
     vim.lsp.buf.code_action({
       apply = true,
       filter = function(a)
-        local ok = (a.title or ''):find(fix_title, 1, true) ~= nil
+        local ok = a.isPreferred == true and (a.title or ''):find(fix_title, 1, true) ~= nil
         if ok then
           applied = a.title
         end
