@@ -181,9 +181,20 @@ def test_shared_flags_break_ties_and_differing_ones_do_not_break_a_match() -> No
     ranking = rank_invocations([tuned, alike, inv("m", path="c.sh")], context)
     assert [c.invocation.path for c in ranking.candidates] == ["a.sh", "c.sh", "b.sh"]
     assert "2 launch flags as in the log" in ranking.candidates[0].reasons
-    assert ranking.candidates[2].matches and ranking.candidates[2].doubts == (
-        "sets --max-model-len otherwise",
-    )
+    tuned_candidate = ranking.candidates[2]
+    assert tuned_candidate.matches and tuned_candidate.differences == ("sets --max-model-len otherwise",)
+    assert not tuned_candidate.doubts
+
+
+def test_only_the_contradictions_say_why_a_script_is_not_the_run() -> None:
+    context = RunContext(model=LLAMA, args={"--max-model-len": "4096"})
+    candidate = score_invocation(inv("Qwen/Qwen3-8B", max_model_len="8192"), context)
+    assert candidate.why_not_a_match == "serves another model (Qwen/Qwen3-8B)"
+    assert candidate.differences == ("sets --max-model-len otherwise",)
+    # a doubt (an unknown model) is said before any differing flag
+    assert score_invocation(
+        inv(None, max_model_len="8192"), RunContext(args={"--max-model-len": "4096"})
+    ).why_not_a_match == ("the log does not name its model")
 
 
 # -- order ---------------------------------------------------------------------------------------

@@ -101,8 +101,9 @@ class Candidate:
     """An invocation scored against the log's run (see `rank.score_invocation`).
 
     `reasons` say what agrees with the log ("serves the log's model", "port 8000"), `doubts`
-    what disagrees or cannot be told ("serves another model (Qwen/Qwen3-8B)"). `matches`: the
-    log's model is the one it serves and nothing it sets contradicts the log.
+    what contradicts it or cannot be told ("serves another model (Qwen/Qwen3-8B)"),
+    `differences` the other flags it sets otherwise (a script tuned since the run still
+    matches). `matches`: the log's model is the one it serves and no doubt contradicts the log.
     """
 
     invocation: Invocation
@@ -110,11 +111,14 @@ class Candidate:
     reasons: tuple[str, ...] = ()
     matches: bool = False
     doubts: tuple[str, ...] = ()
+    differences: tuple[str, ...] = ()
 
     @property
     def why_not_a_match(self) -> str:
         """Why it is only plausible, in words (empty for a match)."""
-        return "" if self.matches else "; ".join(self.doubts) or "nothing ties it to the log's run"
+        if self.matches:
+            return ""
+        return "; ".join(self.doubts or self.differences) or "nothing ties it to the log's run"
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ def score_invocation(invocation: Invocation, context: RunContext) -> Candidate:
         reasons=tuple(tally.agrees),
         matches=identified and not tally.contradicted,
         doubts=tuple(tally.doubts),
+        differences=tuple(tally.differences),
     )
 
 
@@ -74,6 +75,7 @@ class _Tally:
     score: float = 0.0
     agrees: list[str] = field(default_factory=list)
     doubts: list[str] = field(default_factory=list)
+    differences: list[str] = field(default_factory=list)
     contradicted: bool = False
 
     def agree(self, weight: float, reason: str) -> None:
@@ -163,7 +165,8 @@ def _compare_flags(inv: Invocation, context: RunContext, tally: _Tally) -> None:
         )
     if different:
         named = ", ".join(different[:NAMED_FLAGS]) + (" …" if len(different) > NAMED_FLAGS else "")
-        tally.doubt(f"sets {named} otherwise", max(DIFFERENT_FLAG * len(different), DIFFERENT_FLAG_CAP))
+        tally.score += max(DIFFERENT_FLAG * len(different), DIFFERENT_FLAG_CAP)
+        tally.differences.append(f"sets {named} otherwise")
 
 
 def served_names(value: str | None) -> frozenset[str]:
