@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from support import unavailable
+from support import HOVER_FIRST_SCREEN_LINES, MAX_QUICK_FIXES, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "vscode-client"
@@ -55,6 +55,7 @@ DISK_LOG = "big-041.log"
 # tests/fixtures/formats/kv-pressure-oom.log (tests/pressure.py): KV cache filling up before a serving
 # OOM on line 47, for `vLLM Log: Show Report`.
 REPORT_LOG = "kv-pressure-vllm.log"
+REPORT_LOG_ROOT_CAUSE_LINE = 47
 
 
 def _vsix() -> Path:
@@ -331,6 +332,7 @@ def _looks_incomplete(result: dict) -> bool:
         "go to root cause": (result.get("goToRootCause") or {}).get("line") == LOG_ROOT_CAUSE_LINE,
         "code lens": (result.get("codeLensCursor") or {}).get("line") == LOG_ROOT_CAUSE_LINE,
         "quick fix": bool(result.get("quickFixApplied")),
+        "quick fix without a match": bool(result.get("noMatchQuickFixes")),
         "log-language file": bool(result.get("plainLogMarkers")),
         "analyze from disk": DISK_LOG in (result.get("analyzeFileToast") or ""),
         "missing python": "needs Python" in (result.get("missingPythonToast") or ""),
@@ -463,6 +465,14 @@ def _run_session(tmp_path_factory, untrusted: Callable[[Path], None] | None = No
             "plainLog": {"name": PLAIN_LOG, "rootCauseLine": PLAIN_LOG_ROOT_CAUSE_LINE},
             "diskLog": {"name": DISK_LOG, "path": str(outside / DISK_LOG)},
             "reportLog": {"name": REPORT_LOG},
+            "noMatchLog": {
+                "name": REPORT_LOG,  # Qwen/Qwen3-8B: not the model serve.sh serves
+                "rootCauseLine": REPORT_LOG_ROOT_CAUSE_LINE,
+                "rootCauseColumn": _column_of(
+                    workspace / REPORT_LOG, REPORT_LOG_ROOT_CAUSE_LINE, r"OutOfMemoryError"
+                )
+                + 3,
+            },
         }
         if untrusted:
             config["onlySteps"] = ["load workbench", "restricted mode", "open crash log", "problems panel"]
@@ -548,6 +558,22 @@ def test_vscode_hover_explains_root_cause(vscode_run):
 
 
 @pytest.mark.editor
+def test_vscode_hover_first_screen_holds_cause_evidence_and_first_fix(vscode_run):
+    """As VS Code renders it: the server's part, up to its first reference heading, is at most 12
+    lines and holds the cause, the evidence and the first fix with its flag and script."""
+    hover = vscode_run.get("hover") or ""
+    assert "searching" not in hover, hover
+    server_part = hover[hover.find("Root cause: ") :]
+    assert server_part, _explain(vscode_run)
+    head = [line for line in server_part.split("Why it happens", 1)[0].split("\n") if line.strip()]
+    assert len(head) <= HOVER_FIRST_SCREEN_LINES, head
+    assert head[0] == "Root cause: NPU OOM while serving requests", head  # the device that failed
+    assert any(line.startswith("Evidence: ") for line in head), head
+    first_fix = next((line for line in head if line.startswith("First fix: ")), "")
+    assert "--gpu-memory-utilization 0.85" in first_fix and "serve.sh:10" in first_fix, head
+
+
+@pytest.mark.editor
 def test_vscode_definition_jumps_from_symptom_to_root_cause(vscode_run):
     assert vscode_run["symptomCursor"].get("line") == LOG_SYMPTOM_LINE, _explain(vscode_run)
     assert vscode_run["definition"].get("line") == LOG_ROOT_CAUSE_LINE, _explain(vscode_run)
@@ -600,6 +626,9 @@ def test_vscode_quick_fix_edits_launch_script(vscode_run, bundled_initialize):
     assert bundled_initialize["result"]["capabilities"].get("codeActionProvider"), "no codeActionProvider"
     fixes = vscode_run.get("quickFixes") or []
     assert fixes, _explain(vscode_run)
+    assert len(fixes) <= MAX_QUICK_FIXES and all(f" — {SCRIPT}:" in f for f in fixes), fixes
+    # "Auto Fix..." applied it at once: exactly one action is preferred (the first, on serve.sh).
+    assert vscode_run.get("autoFixMenu") == 0, _explain(vscode_run)
     applied = vscode_run.get("quickFixApplied")
     assert applied, _explain(vscode_run)
     before = (WORKSPACE_FIXTURE / SCRIPT).read_text()
@@ -619,6 +648,18 @@ def test_vscode_quick_fix_edits_launch_script(vscode_run, bundled_initialize):
     if m:
         flag, value = m.groups()
         assert re.search(rf"{re.escape(flag)}[ =]{re.escape(value)}(\s|$)", after), (applied, after)
+
+
+@pytest.mark.editor
+def test_vscode_quick_fixes_without_a_matching_script(vscode_run):
+    """kv-pressure-vllm.log ran Qwen/Qwen3-8B; serve.sh serves another model: the menu is short,
+    the fixed command first, and the script's fix says why it is only plausible."""
+    rows = vscode_run.get("noMatchQuickFixes") or []
+    assert 1 <= len(rows) <= MAX_QUICK_FIXES, _explain(vscode_run)
+    assert rows[0].startswith("Copy the fixed launch command"), rows
+    plausible = [row for row in rows[1:] if f" — {SCRIPT}:" in row]
+    assert len(plausible) == 1, rows  # the first fix only
+    assert "(only plausible: serves another model (/root/.cache/Qwen3-VL-32B-Instruct))" in plausible[0]
 
 
 # ------------------------------------------------------------------------------------------------------

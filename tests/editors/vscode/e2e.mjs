@@ -242,29 +242,57 @@ try {
         result.codeLensCursor = result.codeLensCursor || (await cursorLine());
     });
 
-    await step('quick fix', async () => {
-        await goTo(cfg.log.rootCauseLine, cfg.log.rootCauseColumn);
+    // The Quick Fix menu (Ctrl+.) at the cursor: its rows, one per action; closed again.
+    async function quickFixMenu() {
         await page.keyboard.press('Control+.');
-        // The Quick Fix menu: group headers, then one row per action (the first one has the focus).
+        // The menu: group headers, then one row per action (the first one has the focus).
         const menu = page.locator('.action-widget .monaco-list-row.action');
         const appeared = await poll(async () => (await menu.count()) > 0, 5000);
-        result.quickFixes = appeared
+        const rows = appeared
             ? (await menu.allInnerTexts()).map((s) => s.replace(/\s+/g, ' ').trim()).filter(Boolean)
             : [];
+        await page.keyboard.press('Escape');
+        await poll(async () => (await page.locator('.action-widget').count()) === 0 ||
+            !(await page.locator('.action-widget').first().isVisible()), 3000);
+        return rows;
+    }
+
+    await step('quick fix without a matching script', async () => {
+        // A log of another model than any launch script serves: a short menu, the fixed command first
+        // (before 'quick fix' edits serve.sh, so that its fix is still there to offer as plausible).
+        if (!cfg.noMatchLog) {
+            return;
+        }
+        await openFile(cfg.noMatchLog.name);
+        result.noMatchMarkers = await poll(async () => {
+            const rows = await markers();
+            return rows.some((r) => r.level >= 2 && (r.label + r.text).includes(`${cfg.noMatchLog.rootCauseLine}`))
+                ? rows
+                : undefined;
+        }, cfg.diagnosticsTimeoutMs);
+        await goTo(cfg.noMatchLog.rootCauseLine, cfg.noMatchLog.rootCauseColumn);
+        result.noMatchQuickFixes = await quickFixMenu();
+        await openFile(cfg.log.name);
+    });
+
+    await step('quick fix', async () => {
+        await goTo(cfg.log.rootCauseLine, cfg.log.rootCauseColumn);
+        result.quickFixes = await quickFixMenu();
         const wanted = cfg.quickFixPattern ? new RegExp(cfg.quickFixPattern, 'i') : undefined;
-        const index = result.quickFixes.findIndex((s) => (wanted ? wanted.test(s) : true));
-        if (index < 0) {
+        if (!result.quickFixes.some((s) => (wanted ? wanted.test(s) : true))) {
+            return;
+        }
+        // "Auto Fix..." applies the preferred quick fix when there is exactly one (else it shows a menu).
+        const before = await statusText('status.editor.selection');
+        await command('Auto Fix...');
+        await sleep(1000);
+        result.autoFixMenu = await page.locator('.action-widget .monaco-list-row.action').count();
+        if (result.autoFixMenu > 0) {
             await page.keyboard.press('Escape');
             return;
         }
-        result.quickFixApplied = result.quickFixes[index];
-        for (let i = 0; i < index; i++) {
-            await page.keyboard.press('ArrowDown');
-        }
-        await page.keyboard.press('Enter');
-        await poll(async () => (await page.locator('.action-widget').count()) === 0 ||
-            !(await page.locator('.action-widget').first().isVisible()), 3000);
-        await sleep(1000);
+        result.quickFixApplied = result.quickFixes[0];
+        result.autoFixSelection = before;
         // The edit lands in serve.sh; VS Code saves files a refactoring opened (files.refactoring.autoSave),
         // and Save All makes sure of it.
         await command('File: Save All Files');
