@@ -40,6 +40,14 @@ EMBEDDINGS = (
 )
 UNRESOLVED = '#!/bin/sh\nvllm serve "$MODEL" --max-model-len 16384\n'
 ANOTHER_PORT = f"#!/bin/sh\nvllm serve {MODEL} --port 9000\n"
+#: A deployment repository's other launch files: none of them is the run in the log.
+OTHERS = {
+    "chat.sh": ANOTHER_MODEL,
+    "Dockerfile": OLD_IMAGE,
+    "compose.yml": EMBEDDINGS,
+    "dev.sh": UNRESOLVED,
+    "test.sh": ANOTHER_PORT,
+}
 
 
 def write(folder: Path, files: dict[str, str]) -> None:
@@ -53,17 +61,7 @@ def edited_file(client, action: types.CodeAction) -> str:
 
 
 async def test_only_the_matching_script_is_edited_and_its_first_fix_is_preferred(client, tmp_path):
-    write(
-        tmp_path,
-        {
-            "serve.sh": THE_RUN,
-            "chat.sh": ANOTHER_MODEL,
-            "Dockerfile": OLD_IMAGE,
-            "compose.yml": EMBEDDINGS,
-            "dev.sh": UNRESOLVED,
-            "test.sh": ANOTHER_PORT,
-        },
-    )
+    write(tmp_path, {"serve.sh": THE_RUN, **OTHERS})
     async with workspace(client, tmp_path):
         uri, root = await open_log(client, tmp_path, "011.log")
         actions = await actions_for(client, uri, root)
@@ -92,16 +90,7 @@ async def test_two_matching_scripts_still_give_one_preferred_action(client, tmp_
 
 
 async def test_without_a_matching_script_the_fixed_command_comes_first(client, tmp_path):
-    write(
-        tmp_path,
-        {
-            "chat.sh": ANOTHER_MODEL,
-            "Dockerfile": OLD_IMAGE,
-            "compose.yml": EMBEDDINGS,
-            "dev.sh": UNRESOLVED,
-            "test.sh": ANOTHER_PORT,
-        },
-    )
+    write(tmp_path, OTHERS)
     async with workspace(client, tmp_path):
         uri, root = await open_log(client, tmp_path, "011.log")
         actions = await actions_for(client, uri, root)
