@@ -123,19 +123,17 @@ def _plans_for_matches(
     open_scripts: Mapping[str, OpenScript],
 ) -> list[FixPlan]:
     """Each fix on each match; a fix already in a script is said once, for the best match."""
-    plans: list[FixPlan] = []
+    ranked: list[tuple[int, FixPlan]] = []  # (rank of its match, plan)
     for index in actionable:
         for rank, candidate in enumerate(matches):
             result = _apply(finding, index, candidate.invocation, open_scripts)
             if result.status == "unchanged" and rank > 0:
                 continue
-            plans.append(FixPlan(index, finding.fixes[index], result=result))
-    best = matches[0].invocation
-    preferred = next(
-        (p for p in plans if p.result and p.result.changed and p.result.invocation == best), None
-    )
-    preferred = preferred or next((p for p in plans if p.result and p.result.changed), None)
-    return [replace(p, preferred=True) if p is preferred else p for p in plans]
+            ranked.append((rank, FixPlan(index, finding.fixes[index], result=result)))
+    edits = [(rank, plan) for rank, plan in ranked if plan.result is not None and plan.result.changed]
+    # the best match's first edit; if it has every fix already, the next match's
+    preferred = min(edits, key=lambda pair: pair[0], default=(0, None))[1]
+    return [replace(plan, preferred=True) if plan is preferred else plan for _, plan in ranked]
 
 
 def _plans_for_plausible(
