@@ -31,12 +31,9 @@ ROOT_DISAGREEMENTS = {
     # says which work was running when the process vanished. We report the first consequence
     # (the API server's engine client finding the socket closed), whose rule says what a silent
     # kill means; the sizing line is the last engine line the hover's explanation points to.
+    # The labels of the other silent kills (123: the leaked-semaphore warning, 134: `Failed core
+    # proc(s): {}`) also name the consequence, not the engine's last line: we follow those.
     "107.log": 31,
-    # NCCL's own `NCCL WARN` lines (NCCL_DEBUG=INFO) say what failed (a /dev/shm segment that
-    # could not be attached); the Python error only says `unhandled system error (run with
-    # NCCL_DEBUG=INFO for details)`. We agree with the label but do not yet promote NCCL's WARN
-    # lines (the first is `Call to open failed`, the label's is the attach error two lines on).
-    "122.log": 106,
 }
 
 

@@ -36,7 +36,10 @@ KNOWN_SUPERLINEAR: frozenset[str] = frozenset()
 def builtin_patterns() -> list[tuple[str, str]]:
     """(where, source) of every built-in marker and rule pattern."""
     catalog = builtin_catalog()
-    found = [(f"marker {kind}:{m.id}", m.pattern.source) for kind, ms in catalog.markers.items() for m in ms]
+    markers = [(f"marker {kind}:{m.id}", m) for kind, ms in catalog.markers.items() for m in ms]
+    found = [(where, m.pattern.source) for where, m in markers]
+    found += [(f"{where}.reason", m.reason.source) for where, m in markers if m.reason is not None]
+    found += [(f"{where}.details_for", m.details_for.source) for where, m in markers if m.details_for is not None]
     for rule in catalog.rules:
         if not rule.source.startswith("catalog/"):
             continue

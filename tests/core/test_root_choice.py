@@ -463,3 +463,84 @@ def test_no_prefix_is_learned_where_the_known_formats_take_lines_apart() -> None
     assert len(logs) > 80
     learned = {p.name: learn_outer_prefix(read_log(p).split("\n")[:400]) for p in logs}
     assert not {name: p.pattern for name, p in learned.items() if p is not None}
+
+
+# -- a fatal error that defers to details printed elsewhere (NCCL's own WARN lines) ------------------
+def _nccl_report(
+    pid: int, dev: int, when: str = "[2026-05-22 10:26:17] ", file_line: bool = True
+) -> list[str]:
+    """One rank's NCCL_DEBUG report of a failed attach: the system call first, then what NCCL was
+    doing, then the unwinding `-> 2` lines."""
+    where = "misc/shmutils.cc:{} " if file_line else ""
+    return [
+        f"{when}host:{pid}:{pid} [{dev}] {where.format(93)}NCCL WARN Call to open failed : No such file or directory",
+        "",
+        f"{when}host:{pid}:{pid} [{dev}] {where.format(132)}NCCL WARN Error while attaching to shared memory "
+        f"segment /dev/shm/nccl-Xy{pid} (size 0), error: No such file or directory (2)",
+        f"host:{pid}:{pid} [{dev}] NCCL INFO transport/shm.cc:634 -> 2",
+        f"host:{pid}:{pid} [{dev}] NCCL INFO group.cc:149 -> 2",
+    ]
+
+
+def _nccl_failure(pid: int, prefix: str = "") -> list[str]:
+    head = f"{prefix}(Worker pid={pid}) ERROR 05-22 10:26:17 [multiproc_executor.py:870] "
+    return [
+        head + "WorkerProc failed to start.",
+        head + "Traceback (most recent call last):",
+        head + '  File "/x/vllm/distributed/device_communicators/pynccl_wrapper.py", line 382, in NCCL_CHECK',
+        head + '    raise RuntimeError(f"NCCL error: {error_str}")',
+        head + "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+    ]
+
+
+NCCL_INIT = [
+    "(EngineCore_DP0 pid=9) INFO 05-22 10:26:10 [core.py:1] Initializing a V1 LLM engine (v0.11.0) with config: model='m'",
+    "host:13735:13735 [2] NCCL INFO Channel 00 : 2[2] -> 3[3] via SHM/direct/direct",
+]
+
+
+@pytest.mark.parametrize("file_line", [True, False])
+@pytest.mark.parametrize("when", ["[2026-05-22 10:26:17] ", ""])
+@pytest.mark.parametrize("ray", ["", "(RayWorkerWrapper pid=13737, ip=10.0.0.5) "])
+def test_a_generic_nccl_error_is_told_by_the_first_ranks_own_report(
+    file_line: bool, when: str, ray: str
+) -> None:
+    first = [ray + line if line else line for line in _nccl_report(13737, 4, when, file_line)]
+    second = _nccl_report(13740, 7, when, file_line)
+    lines = [*NCCL_INIT, *first, *second, *_nccl_failure(13740), *_nccl_failure(13737)]
+    [finding] = analyze(_log(lines)).findings
+    assert finding.line == len(NCCL_INIT) + 2  # the first rank's attach error, not its `Call to open`
+    assert "Error while attaching" in finding.root_text
+    assert finding.rule_id == "nccl-shm-attach-failed"
+    assert "only reports the failure" in finding.why
+    assert any("NCCL error: unhandled system error" in c.text for c in finding.considered)
+
+
+def test_nccl_advice_about_performance_is_not_a_failures_report() -> None:
+    advice = 'host:233:233 [0] /src/init.cc:140 NCCL WARN NUMA auto balancing enabled which can lead to variability in the RCCL performance! Disable by "sudo sysctl kernel.numa_balancing=0"'
+    [finding] = analyze(_log([*NCCL_INIT, advice, *_nccl_failure(13740)])).findings
+    assert finding.root_text.startswith("RuntimeError: NCCL error: unhandled system error")
+
+
+def test_nccl_warnings_before_the_last_lifecycle_step_are_not_this_failures_report() -> None:
+    earlier = _nccl_report(13737, 4)
+    progress = (
+        "(EngineCore_DP0 pid=9) INFO 05-22 10:27:00 [gpu_model_runner.py:1] Starting to load model m..."
+    )
+    [finding] = analyze(_log([*NCCL_INIT, *earlier, progress, *_nccl_failure(13740)])).findings
+    assert finding.root_text.startswith("RuntimeError: NCCL error")
+
+
+def test_an_error_that_states_its_own_cause_keeps_it_after_nccl_warnings() -> None:
+    fatal = "(Worker pid=13740) ERROR 05-22 10:26:17 [multiproc_executor.py:870] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    head = fatal.split("torch.")[0]
+    lines = [
+        *NCCL_INIT,
+        *_nccl_report(13737, 4),
+        head + "WorkerProc failed to start.",
+        head + "Traceback (most recent call last):",
+        head + '  File "/x/vllm/v1/worker/gpu_worker.py", line 1, in load_model',
+        fatal,
+    ]
+    [finding] = analyze(_log(lines)).findings
+    assert "CUDA out of memory" in finding.root_text

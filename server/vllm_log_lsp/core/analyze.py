@@ -211,7 +211,7 @@ def _diagnose(
     window = (run_start, next_run)
     choice = choose_root(index, catalog, scan, incident, window, pools)
     if choice is not None:
-        choice = promote_precursor(catalog, scan, choice, run_start)
+        choice = promote_precursor(index, catalog, scan, choice, run_start)
     cand = choice.candidate if choice is not None else symptom_as_root(incident)
     event = cand.event
     root_offset = offset_of(index, scan, event.line)

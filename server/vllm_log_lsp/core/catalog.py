@@ -206,6 +206,9 @@ class Marker:
     last_resort: bool = False  # survived: still the root when nothing else explains the death
     promote: str = ""  # precursor: the capture naming what failed; a fatal error naming it follows from it
     reason: Pattern | None = None  # headline: the message line that states the cause
+    # precursor: a fatal error this matches only reports a failure whose details this line states
+    # (`NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)` → `NCCL WARN …`)
+    details_for: Pattern | None = None
     offset: int = 0  # run_start: the run starts this many lines after the marker
 
 
@@ -587,6 +590,8 @@ def _parse_markers(
                 continue
             reason = raw.get("reason")
             reasons = _compile_all(reason, where, line, BUILTIN_REGEX_TIMEOUT, errors) if reason else []
+            details = raw.get("details_for")
+            defers = _compile_all(details, where, line, BUILTIN_REGEX_TIMEOUT, errors) if details else []
             markers.setdefault(kind, []).append(
                 Marker(
                     kind=kind,
@@ -601,6 +606,7 @@ def _parse_markers(
                     last_resort=bool(raw.get("last_resort", False)),
                     promote=str(raw.get("promote", "")),
                     reason=reasons[0] if reasons else None,
+                    details_for=defers[0] if defers else None,
                     offset=int(raw.get("offset", 0)),
                 )
             )

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from . import catalog as catalog_mod
 from .catalog import Catalog, Marker
 from .lines import parse_line
-from .model import Confidence, Considered, ExceptionEvent, LogLine, Symptom
+from .model import Confidence, Considered, ExceptionEvent, LogLine, Precursor, Symptom
 from .scan import FATAL_LEVELS, MAX_LINE, Candidate, Scan
 from .text import LogIndex
 from .tracebacks import Traceback
@@ -348,15 +348,21 @@ class Progress:
 
 
 def _last_healthy(index: LogIndex, catalog: Catalog, lo: int, hi: int, outer: str) -> int:
-    """Line of the last healthy-serving marker in [lo, hi) offsets, or -1."""
+    """Line of the last healthy-serving marker of runtime prefix `outer` in [lo, hi) offsets, or -1."""
+    return _last_marked(index, catalog.markers_of("healthy"), lo, hi, outer)
+
+
+def _last_marked(index: LogIndex, markers: list[Marker], lo: int, hi: int, outer: str | None) -> int:
+    """Line of the last line in [lo, hi) offsets that one of `markers` recognises (of runtime
+    prefix `outer` unless None), or -1. Searched backwards at C speed, a few tries a marker."""
     best = -1
-    for marker in catalog.markers_of("healthy"):
+    for marker in markers:
         pos = index.rfind(marker.literal, lo, hi)
         tries = 0
         while pos >= 0 and tries < 20:
             start = index.line_start_at(pos)
             line = parse_line(0, index.line_at(pos, MAX_LINE))
-            if (line.outer or "") == outer and marker.pattern.search(line.message):
+            if (outer is None or (line.outer or "") == outer) and marker.pattern.search(line.message):
                 best = max(best, index.line_of(pos))
                 break
             pos = index.rfind(marker.literal, lo, start)
@@ -590,9 +596,16 @@ def _confidence(chosen: Candidate, group: int, viable: list[tuple[int, Candidate
     return "low"
 
 
-def promote_precursor(catalog: Catalog, scan: Scan, choice: RootChoice, run_start: int) -> RootChoice:
-    """A warning is the cause when the fatal error refers to what it names: `Failed to import
-    vllm._C` before `'_C_utils' object has no attribute ...`. The warning becomes the root."""
+def promote_precursor(
+    index: LogIndex, catalog: Catalog, scan: Scan, choice: RootChoice, run_start: int
+) -> RootChoice:
+    """A warning is the cause when the fatal error refers to what it names (`Failed to import
+    vllm._C` before `'_C_utils' object has no attribute ...`), or when the fatal error only
+    reports a failure whose details that warning states (see `promote_details`)."""
+    return promote_details(index, catalog, scan, _promote_named(catalog, scan, choice, run_start), run_start)
+
+
+def _promote_named(catalog: Catalog, scan: Scan, choice: RootChoice, run_start: int) -> RootChoice:
     root = choice.candidate.event
     haystack = "\n".join([root.text] + [f"{f.path} {f.function or ''}" for f in root.frames])
     promoting = {m.id: m for m in catalog.markers_of("precursor") if m.promote}
@@ -624,6 +637,83 @@ def promote_precursor(catalog: Catalog, scan: Scan, choice: RootChoice, run_star
         considered = tuple(sorted((*choice.considered, demoted), key=lambda c: c.line))
         return RootChoice(Candidate(event, tier=0), why, considered, "medium")
     return choice
+
+
+# A burst of detail lines (one process's report of one failure, innermost call first): a line
+# this far from the previous one of the same process starts a new report.
+_BURST_GAP = 6
+
+
+def promote_details(
+    index: LogIndex, catalog: Catalog, scan: Scan, choice: RootChoice, run_start: int
+) -> RootChoice:
+    """A fatal error that only reports a failure printed in detail elsewhere (`NCCL error:
+    unhandled system error (run with NCCL_DEBUG=INFO for details)`) is told by that detail
+    (`NCCL WARN Error while attaching to shared memory segment …`).
+
+    The details are the detail lines printed since the run's last lifecycle progress (the same
+    step of start-up or serving) and before the error. The first process to report is the one
+    that failed first (the others fail with it in a collective); of its report, the last line is
+    the outermost, which says what it was doing (`Error while attaching …`) rather than the
+    system call (`Call to open failed`)."""
+    root = choice.candidate.event
+    markers = {m.id: m for m in catalog.markers_of("precursor") if m.details_for is not None}
+    deferring = [
+        m.id for m in markers.values() if m.details_for is not None and m.details_for.search(root.text)
+    ]
+    if not deferring:
+        return choice
+    since = max(run_start, _last_progress_line(index, catalog, scan, run_start, root.line))
+    details = [(p, line) for p, line in scan.precursors if p.id in deferring and since <= p.line < root.line]
+    if not details:
+        return choice
+    burst = _first_burst(markers, details)
+    precursor, line = burst[-1]
+    event = ExceptionEvent(
+        line=precursor.line,
+        span=precursor.span,
+        type_name="Warning",
+        message=precursor.text,
+        stream=line.stream,
+        kind="message",
+        process=line.process,
+    )
+    marker = markers[precursor.id]
+    why = (
+        f"the fatal error on line {root.line + 1} only reports the failure; {marker.title.lower()} "
+        f"on line {precursor.line + 1}, the first process to report it, says what failed"
+    )
+    demoted = Considered(
+        root.line, root.text[:200], f"it reports the failure detailed on line {precursor.line + 1}"
+    )
+    considered = tuple(sorted((*choice.considered, demoted), key=lambda c: c.line))
+    return RootChoice(Candidate(event, tier=0), why, considered, "medium")
+
+
+def _first_burst(
+    markers: dict[str, Marker], details: list[tuple[Precursor, LogLine]]
+) -> list[tuple[Precursor, LogLine]]:
+    """The first process's report: its detail lines up to a gap or another process's report."""
+
+    def who(item: tuple[Precursor, LogLine]) -> str:
+        found = markers[item[0].id].pattern.search(item[1].message)
+        return (found.groupdict().get("pid") or "") if found else ""
+
+    burst = [details[0]]
+    for item in details[1:]:
+        if who(item) != who(burst[0]) or item[0].line - burst[-1][0].line > _BURST_GAP:
+            break
+        burst.append(item)
+    return burst
+
+
+def _last_progress_line(index: LogIndex, catalog: Catalog, scan: Scan, run_start: int, before: int) -> int:
+    """The last lifecycle marker (of any process) in the run before line `before`, or -1."""
+    lo = _offset(index, scan, run_start) if run_start > 0 else 0
+    markers = [
+        m for m in catalog.markers_of("phase") if m.phase not in _IDLE_PHASES and m.id not in _WEAK_PROGRESS
+    ]
+    return _last_marked(index, markers, lo, _offset(index, scan, before), None)
 
 
 def _considered(rejected: list[tuple[Candidate, str]], chosen: Candidate) -> tuple[Considered, ...]:
