@@ -544,3 +544,58 @@ def test_an_error_that_states_its_own_cause_keeps_it_after_nccl_warnings() -> No
     ]
     [finding] = analyze(_log(lines)).findings
     assert "CUDA out of memory" in finding.root_text
+
+
+# -- the line that states the cause in words: CANN's `[Error]:` line over its error code ----------
+def _cann_block(code: str = "EZ9903", words: str = "The aicore execution is abnormal.") -> list[str]:
+    return [
+        "[ERROR] 2025-08-28-02:40:01 (PID:1456, Device:0, RankID:-1) ERR00100 PTA call acl api failed",
+        f"[Error]: {words} ",
+        "        Rectify the fault based on the error information in the ascend log.",
+        f"{code}: [PID: 1456] 2025-08-28-02:40:01.123.456 rtKernelLaunchWithHandleV2 failed: 507035",
+        "        Solution: In this scenario, collect the plog when the fault occurs and locate the fault based on the plog.",
+        "        TraceBack (most recent call last):",
+    ]
+
+
+ASCEND_START = [
+    "(EngineCore_DP0 pid=9) INFO 08-28 02:33:00 [core.py:1] Initializing a V1 LLM engine (v0.10.0) with config: model='m'",
+]
+
+
+@pytest.mark.parametrize(
+    "prefix", ["", "vllm-1  | ", "(Worker_TP0 pid=1456) ERROR 08-28 02:40:01 [multiproc_executor.py:654] "]
+)
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [("EZ9903", "The aicore execution is abnormal."), ("EH9999", "The aicpu execution is abnormal.")],
+)
+def test_an_ascend_error_code_is_told_by_the_words_above_it(prefix: str, code: str, words: str) -> None:
+    block = [prefix + line for line in _cann_block(code, words)]
+    [finding] = analyze(_log([*ASCEND_START, *block])).findings
+    assert finding.line == len(ASCEND_START) + 1
+    assert finding.root_text.startswith(f"[Error]: {words}")
+    assert code in finding.root_text  # the code still travels with it
+
+
+def test_words_separated_from_the_code_by_a_blank_line_are_another_message() -> None:
+    block = _cann_block()
+    block.insert(3, "")
+    [finding] = analyze(_log([*ASCEND_START, *block])).findings
+    assert finding.line == len(ASCEND_START) + 4 and finding.root_text.startswith("EZ9903")
+
+
+def test_a_python_exception_that_states_the_npu_error_stays_the_root() -> None:
+    head = "(Worker_TP0 pid=1456) ERROR 08-28 02:40:01 [multiproc_executor.py:654] "
+    error = (
+        head
+        + "RuntimeError: zero_:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:26 NPU function error: call aclnnInplaceZero failed, error code is 561103"
+    )
+    tb = [
+        head + "Traceback (most recent call last):",
+        head + '  File "/x/vllm_ascend/worker/model_runner_v1.py", line 1, in execute_model',
+        head + "    x.zero_()",
+        error,
+    ]
+    [finding] = analyze(_log([*ASCEND_START, *tb, *[head + line for line in _cann_block()]])).findings
+    assert finding.line == len(ASCEND_START) + 3

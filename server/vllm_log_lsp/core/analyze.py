@@ -225,29 +225,43 @@ def _diagnose(
     finding = build_finding(index, catalog, scan, incident, cand, context, run_offset, root_offset)
     telling = _telling_line(index, catalog, event)
     if telling is not None:
-        finding = replace(finding, root=telling)
+        span, words = telling
+        # A reason above the error is not part of its text: the finding quotes the line it points at.
+        text = finding.root_text if span.line in event.message_lines else f"{words}\n{finding.root_text}"
+        finding = replace(finding, root=span, root_text=text)
     if choice is None:
         why = "no exception or fault was printed for this death: its most telling symptom stands in"
         return replace(finding, why=why, confidence="low")
     return replace(finding, why=choice.why, considered=choice.considered, confidence=choice.confidence)
 
 
-def _telling_line(index: LogIndex, catalog: Catalog, event: ExceptionEvent) -> Span | None:
-    """Where a multi-line exception states its cause in words, when its first line only
-    announces it (`1 validation error for ModelConfig` above `Value error, ...`)."""
-    if not event.message_lines:
-        return None
+def _telling_line(index: LogIndex, catalog: Catalog, event: ExceptionEvent) -> tuple[Span, str] | None:
+    """Where a multi-line error states its cause in words, when its first line only announces
+    it (`1 validation error for ModelConfig` above `Value error, ...`) or gives a code (Ascend's
+    `EZ9903: … rtKernelLaunch failed` under `[Error]: The aicore execution is abnormal.`)."""
     first = event.text.split("\n", 1)[0]
     for marker in catalog.markers_of("headline"):
         if marker.reason is None or marker.literal not in first or not marker.pattern.search(first):
             continue
-        for number in event.message_lines:
+        above = range(event.line - 1, max(-1, event.line - 1 - marker.above), -1)
+        for number in (*event.message_lines, *_same_block(index, event, above)):
             line = parse_line(number, index.line_text(number))
             message = line.message.strip()
             if marker.reason.search(message):
                 col = line.message_col + (len(line.message) - len(line.message.lstrip()))
-                return Span(number, col, len(line.text.rstrip()))
+                return Span(number, col, len(line.text.rstrip())), message
     return None
+
+
+def _same_block(index: LogIndex, event: ExceptionEvent, numbers: range) -> list[int]:
+    """Of `numbers` (walking away from the event), those of the event's writer up to a blank line."""
+    found = []
+    for number in numbers:
+        line = parse_line(number, index.line_text(number))
+        if not line.message.strip() or line.stream != event.stream:
+            break
+        found.append(number)
+    return found
 
 
 def offset_of(index: LogIndex, scan: Scan, line: int) -> int:

@@ -206,6 +206,7 @@ class Marker:
     last_resort: bool = False  # survived: still the root when nothing else explains the death
     promote: str = ""  # precursor: the capture naming what failed; a fatal error naming it follows from it
     reason: Pattern | None = None  # headline: the message line that states the cause
+    above: int = 0  # headline: the reason may also stand this many lines above (words over a code)
     # precursor: a fatal error this matches only reports a failure whose details this line states
     # (`NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)` → `NCCL WARN …`)
     details_for: Pattern | None = None
@@ -607,6 +608,7 @@ def _parse_markers(
                     promote=str(raw.get("promote", "")),
                     reason=reasons[0] if reasons else None,
                     details_for=defers[0] if defers else None,
+                    above=int(raw.get("above", 0)),
                     offset=int(raw.get("offset", 0)),
                 )
             )
