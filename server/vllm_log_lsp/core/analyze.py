@@ -222,7 +222,7 @@ def _diagnose(
         context = read_context(index, run_offset, root_offset + 1)
         runs[key] = RunSegment(run_start, end_line, incident.outer, context)
     context = runs[key].context
-    finding = build_finding(index, catalog, scan, incident, cand, context, run_offset, root_offset)
+    finding = build_finding(index, catalog, scan, incident, cand, context, run_offset, root_offset, window)
     telling = _telling_line(index, catalog, event)
     if telling is not None:
         span, words = telling

@@ -8,6 +8,8 @@ last lifecycle marker before it.
 
 from __future__ import annotations
 
+import bisect
+
 from . import catalog as catalog_mod
 from . import origins
 from .catalog import Catalog, Rule, fill_placeholders
@@ -89,19 +91,34 @@ def phase_for(
     return best_phase, (index.line_of(best_pos) if best_pos >= 0 else None)
 
 
-def _chain_texts(scan: Scan, cand: Candidate) -> list[str]:
+def _chain_texts(scan: Scan, cand: Candidate, run: tuple[int, int]) -> list[str]:
     texts: list[str] = []
     if cand.traceback is not None:
         texts.extend(e.text for e in cand.traceback.chain)
-    # Copies of the same exception elsewhere (EngineCore re-raise, API server) add context.
+    # Copies of the same exception elsewhere in its run (EngineCore re-raise, API server) add
+    # context; another run's copies are another death's (a restart loop repeats them).
     needle = cand.event.message[:80]
     if needle:
         texts.extend(
-            c.event.text for c in scan.events if c.event.line != cand.event.line and needle in c.event.message
+            c.event.text
+            for c in _events_in(scan, run)
+            if c.event.line != cand.event.line and needle in c.event.message
         )
     if cand.inner_text:
         texts.insert(0, cand.inner_text)
     return texts[:50]
+
+
+def _events_in(scan: Scan, run: tuple[int, int]) -> list[Candidate]:
+    """The scan's events on lines [run[0], run[1]), found by bisection in a line-sorted copy
+    made once per analysis: a restart loop of many deaths does not rescan every event."""
+    key = ("events_by_line", len(scan.events))
+    ordered = scan.cache.get(key)
+    if not isinstance(ordered, list):
+        ordered = scan.cache[key] = sorted(scan.events, key=lambda c: c.event.line)
+    lo = bisect.bisect_left(ordered, run[0], key=lambda c: c.event.line)
+    hi = bisect.bisect_left(ordered, run[1], key=lambda c: c.event.line)
+    return ordered[lo:hi]
 
 
 def _frames_text(cand: Candidate) -> list[str]:
@@ -110,10 +127,12 @@ def _frames_text(cand: Candidate) -> list[str]:
     return [f"{f.path}:{f.function or ''}" for e in cand.traceback.chain for f in e.frames]
 
 
-def _window_text(index: LogIndex, root_offset: int, root_line: int) -> list[str]:
-    lines = [t for _, t in index.iter_lines_back(root_offset, root_line, _CONTEXT_RADIUS)]
+def _window_text(index: LogIndex, root_offset: int, root_line: int, run: tuple[int, int]) -> list[str]:
+    """The lines around the root cause, within its run (not the previous run's death)."""
+    lo, hi = run
+    lines = [t for n, t in index.iter_lines_back(root_offset, root_line, _CONTEXT_RADIUS) if n >= lo]
     lines.reverse()
-    lines.extend(t for _, t in index.iter_lines_from(root_offset, root_line, _CONTEXT_RADIUS))
+    lines.extend(t for n, t in index.iter_lines_from(root_offset, root_line, _CONTEXT_RADIUS) if n < hi)
     return [line[:2000] for line in lines]
 
 
@@ -135,11 +154,14 @@ def build_finding(
     context: RunContext,
     run_offset: int,
     root_offset: int,
+    run: tuple[int, int],
 ) -> Finding:
+    """The finding for `incident` with root cause `cand`: its rule, evidence, phase and fixes.
+    `run` is the incident's run as lines [first, next run's first)."""
     event = cand.event
     frames = _frames_text(cand)
-    chain = _chain_texts(scan, cand)
-    window = _window_text(index, root_offset, event.line)
+    chain = _chain_texts(scan, cand, run)
+    window = _window_text(index, root_offset, event.line, run)
     own_frames = [f"{f.path}:{f.function or ''}" for f in event.frames]
     root_end = index.line_end_at(root_offset)
     phase, phase_line = phase_for(index, catalog, own_frames, run_offset, root_end)

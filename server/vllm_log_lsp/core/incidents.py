@@ -43,8 +43,9 @@ class Incident:
 
 def run_lines(scan: Scan, outer: str) -> list[int]:
     """Lines where runs of this runtime prefix start. A banner and the args line a few lines
-    later start one run: starts with no symptom between them are merged into the first."""
-    key = ("run_lines", outer, len(scan.run_starts), len(scan.symptoms))
+    later start one run: starts with no death and no fatal error between them are merged into
+    the first (a run that died silently still ends where the next start marker begins)."""
+    key = ("run_lines", outer, len(scan.run_starts), len(scan.symptoms), len(scan.events))
     cached = scan.cache.get(key)
     if not isinstance(cached, list):
         cached = scan.cache[key] = _run_lines(scan, outer)
@@ -53,15 +54,22 @@ def run_lines(scan: Scan, outer: str) -> list[int]:
 
 def _run_lines(scan: Scan, outer: str) -> list[int]:
     starts = sorted({n for n, o in scan.run_starts if o == outer or not o or not outer})
-    deaths = sorted(s.line for s, _, _ in scan.symptoms)
+    ends = sorted({s.line for s, _, _ in scan.symptoms} | {c.event.line for c in scan.events if _fatal(c)})
     merged: list[int] = []
     for line in starts:
         if merged:
-            between = bisect.bisect_left(deaths, line) - bisect.bisect_left(deaths, merged[-1])
+            between = bisect.bisect_left(ends, line) - bisect.bisect_left(ends, merged[-1])
             if between == 0:
                 continue
         merged.append(line)
     return merged
+
+
+def _fatal(cand: Candidate) -> bool:
+    """An error that can end a run: not a wrapper, not one logged as a warning."""
+    if cand.tier > 2:
+        return False
+    return cand.traceback is None or cand.traceback.level in FATAL_LEVELS
 
 
 def group_incidents(index: LogIndex, catalog: Catalog, scan: Scan, pools: list[Candidate]) -> list[Incident]:
@@ -72,7 +80,7 @@ def group_incidents(index: LogIndex, catalog: Catalog, scan: Scan, pools: list[C
     incidents = _by_run(scan, anchors)
     incidents.extend(silent_deaths(index, catalog, scan, pools, incidents))
     ordered = sorted(incidents, key=lambda inc: inc.symptoms[0][0].line)
-    return _attach_unprefixed(ordered)
+    return _attach_unprefixed(ordered, sorted(n for n, _ in scan.run_starts))
 
 
 def _by_run(scan: Scan, anchors: list[tuple[Symptom, Marker, LogLine]]) -> list[Incident]:
@@ -226,9 +234,10 @@ def _request_error(cand: Candidate) -> bool:
     return in_request and not any(any(k in p for k in _ENGINE_FRAMES) for p in paths[-3:])
 
 
-def _attach_unprefixed(incidents: list[Incident]) -> list[Incident]:
+def _attach_unprefixed(incidents: list[Incident], run_starts: list[int]) -> list[Incident]:
     """A symptom without a runtime prefix in a prefixed log (compose's own `svc exited with
-    code 1`) belongs to the death just before it, not to a death of its own."""
+    code 1`) belongs to the death just before it, not to a death of its own, unless a new run
+    started between them (a restart loop's next run printed without the prefix)."""
     merged: list[Incident] = []
     for incident in incidents:
         previous = merged[-1] if merged else None
@@ -238,11 +247,16 @@ def _attach_unprefixed(incidents: list[Incident]) -> list[Incident]:
             and not incident.outer
             and previous.outer
             and first - previous.symptoms[-1][0].line <= _ATTACH_DISTANCE
+            and not _started_between(run_starts, previous.symptoms[-1][0].line, first)
         ):
             previous.symptoms.extend(incident.symptoms)
             continue
         merged.append(incident)
     return merged
+
+
+def _started_between(run_starts: list[int], lo: int, hi: int) -> bool:
+    return bisect.bisect_right(run_starts, lo) < bisect.bisect_right(run_starts, hi)
 
 
 _UNCAUGHT = Marker(
