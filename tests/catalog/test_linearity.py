@@ -39,7 +39,9 @@ def builtin_patterns() -> list[tuple[str, str]]:
     markers = [(f"marker {kind}:{m.id}", m) for kind, ms in catalog.markers.items() for m in ms]
     found = [(where, m.pattern.source) for where, m in markers]
     found += [(f"{where}.reason", m.reason.source) for where, m in markers if m.reason is not None]
-    found += [(f"{where}.details_for", m.details_for.source) for where, m in markers if m.details_for is not None]
+    found += [
+        (f"{where}.details_for", m.details_for.source) for where, m in markers if m.details_for is not None
+    ]
     for rule in catalog.rules:
         if not rule.source.startswith("catalog/"):
             continue
