@@ -173,12 +173,14 @@ def stdin_is_live() -> bool:
 
 
 def read_stdin_until_pause(idle: float = IDLE_SECONDS, limit: int = MAX_STREAM_BYTES) -> tuple[bytes, bool]:
-    """Standard input until it ends (True) or pauses for `idle` seconds (False: a live stream)."""
+    """Standard input until it ends (True) or, after its first bytes, pauses for `idle` seconds
+    (False: a live stream)."""
     fd = sys.stdin.fileno()
     chunks: list[bytes] = []
     size = 0
     while size < limit:
-        ready, _, _ = select.select([fd], [], [], idle)
+        # A pause counts once something came: a producer slow to start (ssh) is not a live log.
+        ready, _, _ = select.select([fd], [], [], idle if chunks else None)
         if not ready:
             return b"".join(chunks), False
         data = os.read(fd, _CHUNK)

@@ -267,3 +267,19 @@ def test_follow_in_json_prints_one_object_per_death(tmp_path):
         assert proc.wait(timeout=30) == 1
     finally:
         stop(proc)
+
+
+def test_a_standard_input_slow_to_start_is_still_read_whole():
+    log = CRASH / "007.log"
+    proc, out, err = start("-", stdin=subprocess.PIPE)
+    try:
+        time.sleep(1.5)  # nothing yet (a slow producer): no follow
+        proc.stdin.write(read_log(log))
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 1
+        assert FOLLOWING not in err.text
+        named = subprocess.run([*CHECK, "--color", "never", str(log)], capture_output=True, text=True)
+        out.wait_for(named.stdout.splitlines()[-1], 10)
+        assert out.text.replace("<stdin>", str(log)) == named.stdout
+    finally:
+        stop(proc)
