@@ -6,7 +6,8 @@ vLLM's JSON handler is python-json-logger's `JsonFormatter` with `JSON_FORMAT = 
 goes to `exc_info`; `json.dumps` escapes line breaks and (ensure_ascii) non-ASCII text. A plain
 record is the run of lines that repeat one header (`NewLineFormatter` repeats it on each line of
 the message and of its traceback); lines without vLLM's header (Python's own tracebacks, uvicorn,
-tqdm) are written by no handler and stay as they are.
+tqdm) are written by no handler and stay as they are. A runtime's prefix (`svc  | `, a CRI
+timestamp) stays before the record, as the runtime writes it before any line.
 """
 
 from __future__ import annotations
@@ -24,6 +25,17 @@ class Twin:
     text: str
     # 0-based plain line -> 0-based line of the twin that holds it
     line_of: list[int] = field(default_factory=list)
+
+
+def _lead(line) -> str | None:
+    """The runtime's prefix before vLLM's part of a line (`svc  | `, a CRI timestamp), which a
+    runtime also writes before a JSON record; None when it cannot be told apart."""
+    if not line.outer:
+        return ""
+    marks = [f"({line.process} pid=" if line.process else None, f"{line.level} {line.timestamp}"]
+    found = [line.text.find(mark) for mark in marks if mark]
+    found = [at for at in found if at > 0]
+    return line.text[: min(found)] if found else None
 
 
 def _record(lines: list) -> dict:
@@ -56,7 +68,7 @@ def json_twin(plain: str) -> Twin:
 
     def flush() -> None:
         if pending:
-            out.append(json.dumps(_record(pending)))
+            out.append(_lead(pending[0]) + json.dumps(_record(pending)))
             pending.clear()
 
     for number, raw in enumerate(plain.split("\n")):
@@ -65,7 +77,7 @@ def json_twin(plain: str) -> Twin:
         key = (line.stream, line.level, line.timestamp, line.source)
         if pending and (not logged or key != _key(pending[0])):
             flush()
-        if logged and not line.outer:
+        if logged and _lead(line) is not None:
             pending.append(line)
             twin.line_of.append(len(out))
         else:

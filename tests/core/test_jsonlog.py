@@ -40,8 +40,8 @@ def findings_of(text: str):
 
 
 def test_most_corpus_logs_have_a_json_twin():
-    # A twin keeps lines with a runtime prefix plain, so only unprefixed logs become JSON.
-    assert sum(1 for _ in twins_with_records()) >= 40
+    # Logs without a single vLLM header line (a bare traceback, a fault) have no records.
+    assert sum(1 for _ in twins_with_records()) >= 50
 
 
 @pytest.mark.parametrize("path", [p for p, _, _ in twins_with_records()], ids=lambda p: p.name)
