@@ -28,7 +28,7 @@ from typing import BinaryIO
 from .core.analyze import analyze
 from .core.catalog import Catalog
 from .core.follow import Death, Follower, with_only
-from .core.merge import MergedNumbering, Part, merge_logs, one_run, read_part, saw_start
+from .core.merge import MergedNumbering, Part, merge_logs, one_run, read_part, saw_start, writers
 from .core.model import Finding
 from .core.source import (
     MAX_STREAM_BYTES,
@@ -254,13 +254,32 @@ def read_parts(paths: list[str]) -> list[Part]:
     return parts
 
 
+def _writers_apart(paths: list[str]) -> bool:
+    """A cheap first look, before files are read whole for automatic merging: each is a plain
+    regular file whose first lines have process prefixes no other file's first lines have."""
+    seen: set[tuple[str, str]] = set()
+    for path in paths:
+        try:
+            with open_regular(path) as handle:
+                head = handle.read(_CHUNK)
+        except LogReadError:
+            return False
+        if head.startswith(_COMPRESSED_MAGIC):
+            return False
+        own = writers(read_part(path, head.decode("utf-8", "replace")))
+        if not own or own & seen:
+            return False
+        seen |= own
+    return True
+
+
 def merge_wanted(paths: list[str], asked: bool | None, catalog: Catalog) -> list[Part] | None:
     """The parts to check as one run: all of them when `--merge` was given (`asked` True), or
     when they are evidently one run split per process and `--no-merge` was not given; else None
     (each file is checked alone, as usual)."""
     if asked is False or len(paths) < 2 or "-" in paths:
         return None
-    if asked is None and (len(paths) > AUTO_MERGE_MAX_FILES or not all(os.path.isfile(p) for p in paths)):
+    if asked is None and (len(paths) > AUTO_MERGE_MAX_FILES or not _writers_apart(paths)):
         return None
     try:
         parts = read_parts(paths)

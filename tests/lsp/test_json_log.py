@@ -61,3 +61,23 @@ async def test_go_to_definition_from_a_symptom_reaches_the_record(client):
     targets = found if isinstance(found, list) else [found]
     assert any(t.range.start.line == root.range.start.line for t in targets if t is not None)
     close(client, uri)
+
+
+async def test_folds_and_outline_are_in_the_documents_own_lines(client):
+    text = twin_text()
+    uri = fresh_uri("serve.log")
+    await open_log(client, uri, text)
+    count = len(text.split("\n"))
+    folds = await client.text_document_folding_range_async(types.FoldingRangeParams(doc(uri)))
+    assert folds is not None
+    assert all(0 <= f.start_line < f.end_line < count for f in folds)
+    symbols = await client.text_document_document_symbol_async(types.DocumentSymbolParams(doc(uri)))
+    assert symbols
+
+    def walk(items):
+        for item in items:
+            yield item
+            yield from walk(item.children or [])
+
+    assert all(s.range.end.line < count for s in walk(symbols))
+    close(client, uri)

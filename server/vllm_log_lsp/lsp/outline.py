@@ -90,18 +90,18 @@ def document_symbols(
 
 
 def folding_ranges(result: AnalysisResult) -> list[types.FoldingRange]:
-    analysis = result.analysis
-    ranges = [
+    """Tracebacks and runs, in the client's lines (a JSON log's transcript lines map to its own)."""
+    analysis, client = result.analysis, result.lines.line
+    spans = [*analysis.folds, *run_boundaries(analysis.run_starts, analysis.line_count)]
+    ranges = {
+        (client(first), client(last))
+        for first, last in spans
+        if last > first and client(last) > client(first)
+    }
+    return [
         types.FoldingRange(start_line=first, end_line=last, kind=types.FoldingRangeKind.Region)
-        for first, last in analysis.folds
-        if last > first
+        for first, last in sorted(ranges, key=lambda r: (r[0], -r[1]))
     ]
-    for first, last in run_boundaries(analysis.run_starts, analysis.line_count):
-        if last > first:
-            ranges.append(
-                types.FoldingRange(start_line=first, end_line=last, kind=types.FoldingRangeKind.Region)
-            )
-    return sorted(ranges, key=lambda r: (r.start_line, -r.end_line))
 
 
 async def _outline(server: VllmLogServer, state: DocumentState, result: AnalysisResult) -> list[RunOutline]:
