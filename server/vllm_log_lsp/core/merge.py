@@ -147,11 +147,11 @@ def _blocks(index: int, part: Part, clock) -> Iterator[tuple[Stamp, int, int, in
 
 def writers(part: Part) -> set[tuple[str, str]]:
     """The (process, pid) prefixes of a file's sampled lines."""
-    found = set()
+    found: set[tuple[str, str]] = set()
     for line in part.lines[:_SAMPLE_LINES]:
         match = _WRITER.search(line, 0, _TIME_REACH)
         if match:
-            found.add(match.groups())
+            found.add((match.group(1), match.group(2)))
     return found
 
 

@@ -45,10 +45,10 @@ def render_text(
     analysis: Analysis,
     style: Style,
     lines: Numbering = NO_BARE_CR,
-    where: Callable[[int], str] | None = None,
+    locate: Callable[[int], str] | None = None,
 ) -> str:
     """Compiler-style report of one file, numbered as `grep -n`, less and vim number its lines;
-    `where(line)` names the `file:line` of a core line when the lines come from several files."""
+    `locate(line)` names the `file:line` of a core line when the lines come from several files."""
     out: list[str] = []
     for warning in analysis.warnings:
         out.append(f"{path}: {style.yellow('warning')}: {warning}")
@@ -56,7 +56,7 @@ def render_text(
     if not analysis.findings:
         out.append(f"{path}: {style.dim('no engine death found')}")
     for finding in analysis.findings:
-        out.extend(_finding_lines(path, finding, style, lines, where))
+        out.extend(_finding_lines(path, finding, style, lines, locate))
         record = record_line(health.record_for(finding.line) if health else None, lines.line)
         out.extend([record] if record else [])
         out.append("")
@@ -65,10 +65,14 @@ def render_text(
 
 
 def _finding_lines(
-    path: str, finding: Finding, style: Style, numbering: Numbering, where: Callable[[int], str] | None = None
+    path: str,
+    finding: Finding,
+    style: Style,
+    numbering: Numbering,
+    locate: Callable[[int], str] | None = None,
 ) -> list[str]:
     ctx = finding.context
-    place = where or (lambda line: f"{path}:{numbering.line(line) + 1}")
+    place = locate or (lambda line: f"{path}:{numbering.line(line) + 1}")
     head = (
         f"{style.bold(place(finding.line) + ':')} {style.red(finding.rule_id)} — {style.bold(finding.title)}"
     )
