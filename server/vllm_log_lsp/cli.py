@@ -196,7 +196,10 @@ def _html_hook(args: argparse.Namespace, catalog: Catalog) -> AnalysisHook | Non
         from .report.html import write_report  # only when asked: keeps start-up light
 
         try:
-            write_report(args.report, path, source.data, analysis, catalog)
+            analysed = (
+                analysis.source_map.text if analysis.source_map else source.data
+            )  # a JSON log's transcript
+            write_report(args.report, path, analysed, analysis, catalog)
         except OSError as err:
             raise HookError(f"cannot write the report {args.report}: {err.strerror or err}") from None
 
@@ -462,7 +465,8 @@ def build_parser() -> argparse.ArgumentParser:
         "check",
         parents=[rules_option],
         help="diagnose log files (exit 0: no engine death, 1: engine died, 2: unreadable)",
-        description="Diagnose vLLM logs: plain, gzip/bzip2/xz-compressed, UTF-8 or UTF-16 with a BOM.",
+        description="Diagnose vLLM logs: plain or vLLM's JSON format, gzip/bzip2/xz-compressed, UTF-8 or "
+        "UTF-16 with a BOM.",
         epilog=EXIT_CODES_HELP + ". With --fix SCRIPT: exit 0: nothing to change, 1: a diff was printed "
         "(and written with --write), 2: LOG or SCRIPT unreadable, or SCRIPT malformed (reason on stderr).",
     )
