@@ -100,3 +100,19 @@ def test_the_device_the_message_names_wins_over_the_platform(error: str, device:
 )
 def test_kernel_faults_name_their_runtime(error: str, platform: str | None, title: str) -> None:
     assert title_of(*crash(PLATFORM_LINES.get(platform or ""), error)) == title
+
+
+@pytest.mark.parametrize("device", ["ROCm", "NPU"])
+def test_cuda_wording_on_a_platform_behind_the_cuda_api_names_that_platform(device: str) -> None:
+    """ROCm's PyTorch is `torch.cuda` (HIP underneath) and torch_npu can stand in for it: there
+    "CUDA out of memory" or "CUDA error" names the API, the device is the platform's."""
+    error = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    assert title_of(*crash(PLATFORM_LINES[device], error)).startswith(f"{device} ")
+    fault = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert title_of(*crash(PLATFORM_LINES[device], fault)) == f"{device} illegal memory access"
+
+
+@pytest.mark.parametrize("device", ["CUDA", "CPU", "XPU"])
+def test_cuda_wording_elsewhere_stays_cuda(device: str) -> None:
+    error = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    assert title_of(*crash(PLATFORM_LINES[device], error)).startswith("CUDA ")

@@ -249,13 +249,19 @@ class Rule:
 
     def title_for(self, evidence: dict[str, str], platform: str | None = None) -> str:
         """The title with its placeholders filled from evidence, else from the run's `platform`
-        (the device it ran on: `cuda`, `rocm`, `npu` …), else their defaults."""
+        (the device it ran on: `cuda`, `rocm`, `npu` …), else their defaults.
+
+        An error that says "CUDA" on a platform whose torch backend answers to the CUDA API
+        (`CUDA_API_PLATFORMS`) names the API, not the device: the platform names the device."""
         if not self.title_template:
             return self.title
         values = dict(TITLE_DEFAULTS)
-        if platform:
-            values["device"] = display_value("device", platform)
+        ran_on = display_value("device", platform) if platform else None
+        if ran_on:
+            values["device"] = ran_on
         values.update({k: display_value(k, v) for k, v in evidence.items()})
+        if ran_on in CUDA_API_PLATFORMS and values.get("device") == "CUDA":
+            values["device"] = ran_on
         return fill_placeholders(self.title_template, values) or self.title
 
     def fixes_for(self, version: tuple[int, ...] | None) -> tuple[Fix, ...]:
@@ -312,6 +318,10 @@ class Catalog:
     def rule(self, rule_id: str) -> Rule | None:
         return next((r for r in self.iter_rules() if r.id == rule_id), None)
 
+
+#: Platforms whose PyTorch backend is reached through `torch.cuda` (ROCm's HIP build; torch_npu's
+#: `transfer_to_npu`), so their errors may say "CUDA" for the API while the device is theirs.
+CUDA_API_PLATFORMS = frozenset({"ROCm", "NPU"})
 
 #: What a title placeholder reads as when the log did not say (and in `rules` listings).
 TITLE_DEFAULTS = {"device": "GPU"}
