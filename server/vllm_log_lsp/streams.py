@@ -27,7 +27,7 @@ from typing import BinaryIO
 
 from .core.analyze import analyze
 from .core.catalog import Catalog
-from .core.follow import Death, Follower, with_only
+from .core.follow import MAX_KEPT_CHARS, Death, Follower, with_only
 from .core.merge import MergedNumbering, Part, merge_logs, one_run, read_part, saw_start, writers
 from .core.model import Finding
 from .core.source import (
@@ -82,11 +82,12 @@ def follow_file(
     emit: Emit,
     poll: float = POLL_SECONDS,
     idle: float = IDLE_SECONDS,
+    max_chars: int = MAX_KEPT_CHARS,
 ) -> bool:
     """Follow `path` until interrupted; True when a death was emitted. Raises `LogReadError`
     when it is not a regular file or is compressed (a rotated `.gz` no longer grows)."""
     handle = _open_followed(path)
-    follower = Follower(catalog)
+    follower = Follower(catalog, max_chars)
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     emitted = _Counted(emit)
     quiet_since, idle_done = time.monotonic(), False
@@ -98,8 +99,8 @@ def follow_file(
                 if chunk:
                     follower.feed(decoder.decode(chunk))
                     quiet_since, idle_done = time.monotonic(), False
-                    if len(chunk) == _CHUNK:
-                        continue  # catching up: analyse when the end is reached
+                    if len(chunk) == _CHUNK and follower.kept_chars < follower.max_chars:
+                        continue  # catching up: analyse at the end (or to trim what is kept)
                     emitted.all(follower.complete())
                     continue
                 if not idle_done and time.monotonic() - quiet_since >= idle:
@@ -108,7 +109,8 @@ def follow_file(
                 if _replaced(path, handle):
                     handle.close()
                     handle = _open_followed(path)
-                    follower, decoder = Follower(catalog), codecs.getincrementaldecoder("utf-8")("replace")
+                    follower = Follower(catalog, max_chars)
+                    decoder = codecs.getincrementaldecoder("utf-8")("replace")
                     print(
                         f"vllm-log-lsp: {path} was replaced or truncated: following it from its start",
                         file=sys.stderr,

@@ -283,3 +283,27 @@ def test_a_standard_input_slow_to_start_is_still_read_whole():
         assert out.text.replace("<stdin>", str(log)) == named.stdout
     finally:
         stop(proc)
+
+
+def test_following_a_file_larger_than_what_is_kept_reports_its_deaths(tmp_path):
+    """The catch-up of an existing file trims as it reads (memory bounded from the first read):
+    the death comes from a kept text that no longer starts at the file's first line."""
+    from vllm_log_lsp.core.catalog import builtin_catalog
+    from vllm_log_lsp.streams import follow_file
+
+    death = read_log(CRASH / "007.log")
+    filler = "(APIServer pid=1) INFO 11-01 09:43:12 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0\n"
+    log = tmp_path / "serve.log"
+    death = death if death.endswith("\n") else death + "\n"
+    # ~4 MB, four reads; the death is complete as soon as it is read (its late window follows).
+    log.write_text(filler * 40000 + death + filler * 500, encoding="utf-8")
+    seen = []
+
+    def emit(found) -> None:
+        seen.append(found)
+        raise KeyboardInterrupt  # the death is out: stop following, as Ctrl-C does
+
+    assert follow_file(str(log), builtin_catalog(), emit, poll=0.05, idle=0.1, max_chars=1 << 20)
+    [found] = seen
+    assert found.line == 40000 + NewlineLines(death).line(analyze(death).findings[0].line)
+    assert found.numbering.pieces[-1][1] > 0  # the text kept starts past the file's start

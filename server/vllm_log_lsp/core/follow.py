@@ -93,6 +93,11 @@ class Follower:
         self.last: Analysis | None = None
 
     @property
+    def kept_chars(self) -> int:
+        """How much text is kept now (`complete` trims it past `max_chars`)."""
+        return len(self._kept)
+
+    @property
     def total_lines(self) -> int:
         """The log's `\\n`-lines so far."""
         start, real = self._pieces[-1]
