@@ -131,3 +131,32 @@ def test_a_rules_context_is_read_in_the_roots_own_run() -> None:
     alone = analyze("\n".join(silent) + "\n").findings[-1].rule_id
     after = analyze("\n".join(connector + silent) + "\n").findings[-1].rule_id
     assert after == alone and alone != "kv-connector-failure"
+
+
+RAY_ERROR = [
+    "(RayWorkerWrapper pid=120292) ERROR 02-26 15:54:06 worker_base.py:574] Error executing method 'init_device'. This might cause deadlock in distributed execution.",
+    "(RayWorkerWrapper pid=120292) ERROR 02-26 15:54:06 worker_base.py:574] Traceback (most recent call last):",
+    '(RayWorkerWrapper pid=120292) ERROR 02-26 15:54:06 worker_base.py:574]   File "/x/vllm/worker/worker_base.py", line 566, in execute_method',
+    "(RayWorkerWrapper pid=120292) ERROR 02-26 15:54:06 worker_base.py:574] RuntimeError: NPU function error: c10_npu::SetDevice(device_id_)",
+]
+
+
+def _dedup_lines(minute: str, count: int = 10) -> list[str]:
+    return [
+        f"(pid=80888, ip=10.0.0.{i}) INFO 02-26 15:{minute} __init__.py:44] plugin ascend loaded. [repeated 31x across cluster]"
+        for i in range(count)
+    ]
+
+
+@pytest.mark.parametrize("then", ["", BANNER])
+def test_lines_flushed_late_with_earlier_times_are_not_progress_after_the_error(then: str) -> None:
+    """Ray prints its de-duplicated summaries after the error, stamped with the time the lines
+    were first said; they show nothing of the dying process."""
+    lines = [*RAY_ERROR, *_dedup_lines("54:01"), *([then, LOADING] if then else [])]
+    findings = analyze("\n".join(lines) + "\n").findings
+    assert findings and findings[0].line == 3
+
+
+def test_later_lines_are_progress_after_the_error() -> None:
+    lines = [*RAY_ERROR, *_dedup_lines("55:30")]
+    assert analyze("\n".join(lines) + "\n").findings == ()

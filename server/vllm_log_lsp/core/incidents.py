@@ -182,6 +182,7 @@ def _quiet_tail(index: LogIndex, scan: Scan, cand: Candidate, run_end: int | Non
     end_line = _end_line(cand)
     start = index.line_end_at(_offset(index, scan, end_line))
     start = index.next_line_start(start) if start < len(index) else start
+    since = _timestamp(index, scan, cand.event.line)
     info = 0
     seen = 0
     for number, raw in index.iter_lines_from(start, end_line + 1, _TAIL_LINES + 1):
@@ -194,10 +195,27 @@ def _quiet_tail(index: LogIndex, scan: Scan, cand: Candidate, run_end: int | Non
             continue
         line = parse_line(number, raw[:MAX_LINE])
         if line.level in ("INFO", "DEBUG") and not _TEARDOWN.search(line.message):
+            if _earlier(line.timestamp, since):
+                continue  # flushed late (Ray's `[repeated Nx across cluster]`): said before the error
             info += 1
             if info > _TAIL_INFO:
                 return False
     return True
+
+
+def _timestamp(index: LogIndex, scan: Scan, line: int) -> str | None:
+    known = scan.lines.get(line)
+    if known is not None:
+        return known.timestamp
+    return parse_line(line, index.line_text(line)[:MAX_LINE]).timestamp
+
+
+def _earlier(stamp: str | None, than: str | None) -> bool:
+    """`stamp` is before `than`, both written by vLLM's one format (`MM-DD HH:MM:SS`, which
+    sorts as text within a year); stamps of different shapes are not compared."""
+    if not stamp or not than or len(stamp) != len(than):
+        return False
+    return stamp < than
 
 
 # What processes say while they exit: not progress.
