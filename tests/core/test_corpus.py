@@ -28,14 +28,30 @@ PHASE_OF_LABEL = {"startup_config": "startup"}
 
 # Where our phase differs from the label, and why we believe ours (see the closing notes).
 PHASE_DISAGREEMENTS = {
-    # A 40-line tail that begins mid-traceback; the labeller knew from the issue text that the
-    # trainer was shutting down. Nothing in the excerpt says so.
-    "030.log": "startup",
-    # HIP memory faults with no lifecycle marker and no frames in the excerpt.
-    "033.log": "startup",
-    # Lines cut at a fixed width lose the frames' function names; the phase markers before the
-    # fault are start-up ones.
-    "035.log": "startup",
+    # Excerpts with no lifecycle marker before the root and no telling frame: we say the phase is
+    # unknown (a guess is not a diagnosis) where the label infers it from the issue text or from
+    # what the message means:
+    # - a 40-line tail that begins mid-traceback (the trainer was shutting down, says the issue);
+    "030.log": "unknown",
+    # - HIP memory faults with no frames in the excerpt;
+    "033.log": "unknown",
+    "132.log": "unknown",
+    # - lines cut at a fixed width lose the frames' function names;
+    "035.log": "unknown",
+    # - configuration errors printed before any lifecycle line (the label says start-up);
+    "104.log": "unknown",
+    "111.log": "unknown",
+    "112.log": "unknown",
+    "127.log": "unknown",
+    "135.log": "unknown",
+    # - 20-line excerpts: the phase shows only in the message's meaning (KV cache sizing) or in a
+    #   later traceback's frames (load_model), not on the root's line;
+    "114.log": "unknown",
+    "116.log": "unknown",
+    # - a model-architecture check, requests served before the paste began.
+    "121.log": "unknown",
+    "125.log": "unknown",
+    "131.log": "unknown",
     # The OSError comes from the processor/tokenizer load in EngineCore's init, which vLLM runs
     # before its `Starting to load model` marker: the log never entered model loading.
     "036.log": "startup",
@@ -49,20 +65,8 @@ PHASE_DISAGREEMENTS = {
     # Inductor autotuning ran inside the memory-profiling run (`profile_run` frames): both
     # readings hold; the frames say profiling.
     "109.log": "memory_profiling",
-    # 20-line excerpts with no lifecycle marker: the phase shows only in the message's meaning
-    # (KV cache sizing) or in a later traceback's frames (load_model), not on the root's line.
-    "114.log": "startup",
-    "116.log": "startup",
     # As 102: the API server died after the engine's warm-up.
     "120.log": "warmup",
-    # Excerpts with no lifecycle marker and no telling frame before the root: we report the
-    # default (start-up) where the label infers the phase from the issue text or from what the
-    # message means (a model-architecture check, requests served before the paste began).
-    "121.log": "startup",
-    "125.log": "startup",
-    "131.log": "startup",
-    "132.log": "startup",
-    "135.log": "startup",
     # The last EngineCore line is the distributed init; no `Starting to load model` was printed.
     "134.log": "startup",
 }

@@ -10,6 +10,16 @@ from .conftest import close, doc, encoding_of, fixture_text, fresh_uri, open_log
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
+def incidents_of(symbol: types.DocumentSymbol) -> list[types.DocumentSymbol]:
+    """The deaths below a symbol, at any depth (a run holds them in its phase segments)."""
+    found = []
+    for child in symbol.children or []:
+        if child.kind == types.SymbolKind.Object:
+            found.append(child)
+        found += incidents_of(child)
+    return found
+
+
 async def hover_text(client, uri: str, line: int, character: int = 0) -> str | None:
     result = await client.text_document_hover_async(types.HoverParams(doc(uri), pos(line, character)))
     if result is None:
@@ -132,22 +142,30 @@ async def test_document_symbols_outline_runs_phases_incidents(client):
     await open_log(client, uri, fixture_text("crash-032.log"))
     symbols = await client.text_document_document_symbol_async(types.DocumentSymbolParams(doc(uri)))
     assert symbols and all(isinstance(s, types.DocumentSymbol) for s in symbols)
-    crashed = [s for s in symbols if any(c.kind == types.SymbolKind.Object for c in s.children or [])]
+    crashed = [s for s in symbols if incidents_of(s)]
     assert crashed, [s.name for s in symbols]
     run = crashed[0]
     assert run.name.startswith("Run ") and "vLLM 0.16.1" in run.name and "Qwen3.5-" in run.name
-    incident = next(c for c in run.children if c.kind == types.SymbolKind.Object)
+    [incident] = incidents_of(run)
     assert incident.selection_range.start.line == 159
-    phases = [c.name for c in run.children if c.kind == types.SymbolKind.Event]
+    phases = [c for c in run.children if c.kind == types.SymbolKind.Event]
     assert phases, run.children
-    for symbol in symbols:  # children lie inside their parent
-        for child in symbol.children or []:
+    # The death lies in a segment of its own phase (the hover's): memory profiling.
+    [holder] = [p for p in phases if incident in (p.children or [])]
+    assert holder.name == "memory profiling and KV-cache sizing"
+
+    def inside(parent: types.DocumentSymbol) -> None:  # children lie inside their parent
+        for child in parent.children or []:
             assert (
-                symbol.range.start.line
+                parent.range.start.line
                 <= child.range.start.line
                 <= child.range.end.line
-                <= symbol.range.end.line
+                <= parent.range.end.line
             )
+            inside(child)
+
+    for symbol in symbols:
+        inside(symbol)
     close(client, uri)
 
 
@@ -157,7 +175,7 @@ async def test_restarts_are_separate_incidents(client):
     roots = [d.range.start.line for d in diagnostics if d.severity == types.DiagnosticSeverity.Error]
     assert roots == [143, 177]
     symbols = await client.text_document_document_symbol_async(types.DocumentSymbolParams(doc(uri)))
-    incidents = [c for s in symbols for c in s.children or [] if c.kind == types.SymbolKind.Object]
+    incidents = [c for s in symbols for c in incidents_of(s)]
     assert [c.selection_range.start.line for c in incidents] == [143, 177]
     close(client, uri)
 

@@ -26,7 +26,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .linearity import USER_CHECK_LENGTH, refusal
-from .model import PHASES, Fix, FixOp, ValueSpec
+from .model import PHASES, UNKNOWN_PHASE, Fix, FixOp, ValueSpec
 from .source import LogReadError, read_regular_text
 from .versions import in_range
 
@@ -534,7 +534,7 @@ def _parse_rule(
     for key in ("phases", "frames_or_phases", "sample_phase"):
         value = raw.get(key, ())
         for phase in [value] if isinstance(value, str) else value:
-            if phase not in PHASES:
+            if phase not in PHASES and phase != UNKNOWN_PHASE:
                 errors.append(CatalogError(where, line, f"rule {rule_id!r}: unknown phase {phase!r}"))
                 return None
     before = len(errors)

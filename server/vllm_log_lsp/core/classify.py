@@ -2,8 +2,8 @@
 
 The first rule whose signature matches the root-cause text (and whose frame, context and phase
 conditions hold) wins; its named groups and evidence patterns give the values that fix values and
-the diagnostic message use. The phase comes from the root's innermost telling frame, else from the
-last lifecycle marker before it.
+the diagnostic message use. The phase comes from `phase.death_phase` (the root's innermost telling
+frame, else the last lifecycle marker before it, else unknown).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from . import catalog as catalog_mod
 from . import origins
 from .catalog import Catalog, Rule, fill_placeholders
 from .incidents import Incident
-from .lines import parse_line
 from .model import ExceptionEvent, Finding, Frame, ResolvedFix, RunContext, Symptom
-from .scan import MAX_LINE, Candidate, Scan
+from .phase import death_phase
+from .scan import Candidate, Scan
 from .text import LogIndex
 from .values import resolve_op
 from .versions import parse_version
@@ -61,34 +61,6 @@ def classify(
                     break
         return rule, captures
     return None, {}
-
-
-def phase_for(
-    index: LogIndex, catalog: Catalog, frames: list[str], lo: int, hi: int
-) -> tuple[str, int | None]:
-    """The crash phase: from the root's frames when they tell, else the last marker before it."""
-    # Innermost call first: it tells the most. The serving step also runs inside the memory
-    # profiling, warm-up and graph-capture calls, so it speaks only when none of them does.
-    markers = sorted(catalog.markers_of("phase_frame"), key=lambda m: m.phase == "serving")
-    for serving in (False, True):
-        for frame in reversed(frames):
-            for marker in markers:
-                if (marker.phase == "serving") == serving and marker.pattern.search(frame):
-                    return marker.phase, None
-    best_pos, best_phase = -1, "startup"
-    for marker in catalog.markers_of("phase"):
-        pos = index.rfind(marker.literal, max(lo, best_pos + 1), hi)
-        tries = 0
-        while pos >= 0 and tries < 10:
-            start = index.line_start_at(pos)
-            line = parse_line(0, index.line_at(pos, MAX_LINE))
-            if marker.pattern.search(line.message.strip()):
-                if pos > best_pos:
-                    best_pos, best_phase = pos, marker.phase
-                break
-            pos = index.rfind(marker.literal, max(lo, best_pos + 1), start)
-            tries += 1
-    return best_phase, (index.line_of(best_pos) if best_pos >= 0 else None)
 
 
 def _chain_texts(scan: Scan, cand: Candidate, run: tuple[int, int]) -> list[str]:
@@ -164,7 +136,7 @@ def build_finding(
     window = _window_text(index, root_offset, event.line, run)
     own_frames = [f"{f.path}:{f.function or ''}" for f in event.frames]
     root_end = index.line_end_at(root_offset)
-    phase, phase_line = phase_for(index, catalog, own_frames, run_offset, root_end)
+    phase, phase_line, phase_source = death_phase(index, catalog, own_frames, run_offset, root_end)
     root_text = _root_text(cand)
     rule, captures = classify(catalog, root_text, chain, frames, window, phase)
     version = parse_version(context.vllm_version)
@@ -221,6 +193,7 @@ def build_finding(
         symptoms=symptoms,
         phase=phase,
         phase_line=phase_line,
+        phase_source=phase_source,
         context=context,
         references=rule.references,
         exception=event,

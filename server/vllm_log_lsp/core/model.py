@@ -28,6 +28,10 @@ PHASES: tuple[str, ...] = (
     "shutdown",
 )
 
+#: The phase of a death when neither its stack frames nor a lifecycle marker tell; a rule that
+#: should still apply then lists it in its `phases` (see `core/phase.py`).
+UNKNOWN_PHASE = "unknown"
+
 PHASE_TITLES: dict[str, str] = {
     "startup": "start-up / configuration",
     "model_loading": "model loading",
@@ -297,6 +301,7 @@ class Finding:
     considered: tuple[Considered, ...] = ()  # other candidates and why each was not the cause
     confidence: Confidence = "medium"
     origin: MessageOrigin | None = None  # where the root cause's message is raised, when mined
+    phase_source: Literal["frames", "marker", "unknown"] = "marker"  # what `phase` was read from
 
     @property
     def line(self) -> int:

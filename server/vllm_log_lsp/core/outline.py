@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .catalog import Catalog, builtin_catalog
 from .lines import parse_line
 from .model import PHASE_TITLES, Analysis, Finding, PhaseMark
+from .phase import timeline_with_deaths
 from .text import LogIndex, Text
 
 # Start-up markers live in the first part of a run; shutdown markers in the last part.
@@ -23,7 +24,10 @@ _SAME_RUN_LINES = 200
 
 @dataclass(frozen=True)
 class RunOutline:
-    """One start of vLLM: where it begins and ends, its phases in order, and its deaths."""
+    """One start of vLLM: where it begins and ends, its phases in order, and its deaths.
+
+    Each death lies in a phase segment (a mark up to the next) of the death's own phase, the one
+    its finding names (see `phase.timeline_with_deaths`), unless that phase is unknown."""
 
     start_line: int
     end_line: int
@@ -51,8 +55,8 @@ def build_outline(text: Text, analysis: Analysis, catalog: Catalog | None = None
     for first, last in run_boundaries(analysis.run_starts, analysis.line_count):
         start = index.line_start(first)
         end = index.line_start(last + 1) if last + 1 < analysis.line_count else len(index)
-        phases = _phases(index, catalog, start, end)
         findings = tuple(f for f in analysis.findings if first <= f.line <= last)
+        phases = timeline_with_deaths(_phases(index, catalog, start, end), findings)
         context = next((f.context for f in findings), None)
         outline.append(
             RunOutline(

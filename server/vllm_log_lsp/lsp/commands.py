@@ -17,7 +17,7 @@ from pygls import uris
 
 from ..core.analyze import Analyzer
 from ..core.catalog import Catalog
-from ..core.model import PHASE_TITLES
+from ..core.phase import phase_title
 from ..core.source import open_log
 from ..core.text import decode_log
 from ..report.html import render_report
@@ -62,7 +62,7 @@ def summary(uri: str, result: AnalysisResult) -> dict[str, Any]:
                 "ruleId": f.rule_id,
                 "title": f.title,
                 "message": f.message,
-                "phase": PHASE_TITLES.get(f.phase, f.phase),
+                "phase": phase_title(f.phase),
                 "vllmVersion": f.context.vllm_version,
                 "model": f.context.model,
                 "symptomLines": sorted({s.line + 1 for s in f.symptoms}),

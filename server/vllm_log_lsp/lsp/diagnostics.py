@@ -14,6 +14,7 @@ from lsprotocol import types
 
 from ..core.health import HealthFinding
 from ..core.model import Finding
+from ..core.phase import phase_words
 from .positions import line_range
 from .state import AnalysisResult
 
@@ -141,7 +142,7 @@ def _finding_diagnostics(
             for s, rng in symptoms
         ]
         + _failing_frame_information(uri, result, finding, encoding)
-        or None,
+        + [_phase_information(uri, result, finding, encoding)],
         # For code actions: which finding this is, without re-deriving it from the range.
         data={"ruleId": finding.rule_id, "rootLine": finding.root.line, "role": "root"},
     )
@@ -163,6 +164,17 @@ def _finding_diagnostics(
             )
         )
     return out
+
+
+def _phase_information(
+    uri: str, result: AnalysisResult, finding: Finding, encoding: str
+) -> types.DiagnosticRelatedInformation:
+    """The death's phase, as the hover and outline name it, at the line that entered it."""
+    line = finding.phase_line if finding.phase_line is not None else finding.root.line
+    return types.DiagnosticRelatedInformation(
+        location=types.Location(uri=uri, range=result.lines.line_range(line, encoding)),
+        message=f"phase: {phase_words(finding, lambda n: result.lines.line(n) + 1)}",
+    )
 
 
 def _failing_frame_information(

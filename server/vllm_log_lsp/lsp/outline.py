@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from ..core.model import Finding
 from ..core.outline import RunOutline, build_outline, run_boundaries
 from .health_render import series_symbols
 from .safety import guarded
@@ -38,40 +39,21 @@ def _range(result: AnalysisResult, first: int, last: int, encoding: str) -> type
 def document_symbols(
     result: AnalysisResult, outline: list[RunOutline], encoding: str
 ) -> list[types.DocumentSymbol]:
+    """Runs → phase segments → the deaths in them (so the breadcrumb at a root cause names the
+    phase its diagnostic and hover name)."""
     symbols = []
     for number, run in enumerate(outline, 1):
         children: list[tuple[int, types.DocumentSymbol]] = []
-        marks = list(run.phases)
-        for i, mark in enumerate(marks):
-            last = marks[i + 1].line - 1 if i + 1 < len(marks) else run.end_line
-            children.append(
-                (
-                    mark.line,
-                    types.DocumentSymbol(
-                        name=mark.title,
-                        kind=types.SymbolKind.Event,
-                        detail=f"line {result.lines.line(mark.line) + 1}",
-                        range=_range(result, mark.line, max(mark.line, last), encoding),
-                        selection_range=result.lines.line_range(mark.line, encoding),
-                    ),
-                )
-            )
+        segments = _phase_segments(result, run, encoding)
         for finding in run.findings:
-            lines = [finding.root.line] + [
-                s.line for s in finding.symptoms if run.start_line <= s.line <= run.end_line
-            ]
-            children.append(
-                (
-                    finding.root.line,
-                    types.DocumentSymbol(
-                        name=finding.title,
-                        kind=types.SymbolKind.Object,
-                        detail=f"root cause, line {result.lines.line(finding.root.line) + 1} ({finding.rule_id})",
-                        range=_range(result, min(lines), max(lines), encoding),
-                        selection_range=result.lines.range(finding.root, encoding),
-                    ),
-                )
-            )
+            segment = next((seg for seg in reversed(segments) if seg[0] <= finding.root.line), None)
+            last = segment[1] if segment else run.end_line
+            symbol = _death_symbol(result, finding, last, encoding)
+            if segment is None:
+                children.append((finding.root.line, symbol))
+            else:
+                segment[2].children = [*(segment[2].children or []), symbol]
+        children += [(first, symbol) for first, _, symbol in segments]
         if result.analysis.health is not None:
             children += series_symbols(result, result.analysis.health, number - 1, encoding)
         children.sort(key=lambda item: item[0])
@@ -87,6 +69,37 @@ def document_symbols(
             )
         )
     return symbols
+
+
+def _phase_segments(
+    result: AnalysisResult, run: RunOutline, encoding: str
+) -> list[tuple[int, int, types.DocumentSymbol]]:
+    """(first line, last line, symbol) of each phase segment: a mark up to the next one."""
+    marks = list(run.phases)
+    segments = []
+    for i, mark in enumerate(marks):
+        last = max(mark.line, marks[i + 1].line - 1 if i + 1 < len(marks) else run.end_line)
+        symbol = types.DocumentSymbol(
+            name=mark.title,
+            kind=types.SymbolKind.Event,
+            detail=f"line {result.lines.line(mark.line) + 1}",
+            range=_range(result, mark.line, last, encoding),
+            selection_range=result.lines.line_range(mark.line, encoding),
+        )
+        segments.append((mark.line, last, symbol))
+    return segments
+
+
+def _death_symbol(result: AnalysisResult, finding: Finding, last: int, encoding: str) -> types.DocumentSymbol:
+    """A death from its root to its last symptom, kept inside the segment that holds it."""
+    lines = [finding.root.line] + [s.line for s in finding.symptoms if finding.root.line <= s.line <= last]
+    return types.DocumentSymbol(
+        name=finding.title,
+        kind=types.SymbolKind.Object,
+        detail=f"root cause, line {result.lines.line(finding.root.line) + 1} ({finding.rule_id})",
+        range=_range(result, finding.root.line, max(lines), encoding),
+        selection_range=result.lines.range(finding.root, encoding),
+    )
 
 
 def folding_ranges(result: AnalysisResult) -> list[types.FoldingRange]:

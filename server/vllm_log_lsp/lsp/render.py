@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..core.evidence import evidence_rows
-from ..core.model import PHASE_TITLES, Finding, Precursor, ResolvedFix, Symptom
+from ..core.model import Finding, Precursor, ResolvedFix, Symptom
+from ..core.phase import UNKNOWN, phase_title, phase_words
 
 
 def _code(text: str) -> str:
@@ -68,8 +69,7 @@ def first_screen(finding: Finding, previews: Mapping[int, FixPreview]) -> str:
 def _what_died(finding: Finding) -> str:
     process = finding.exception.process if finding.exception is not None else None
     who = f"**{process}** died" if process else "The engine died"
-    phase = PHASE_TITLES.get(finding.phase, finding.phase)
-    when = f" during {phase}" if finding.phase != "unknown" else ""
+    when = f" during {phase_title(finding.phase)}" if finding.phase != UNKNOWN else ""
     version = f" · vLLM {finding.context.vllm_version}" if finding.context.vllm_version else ""
     return f"{who}{when} (line {finding.line + 1}){version}"
 
@@ -141,11 +141,7 @@ def _why_this_line(finding: Finding) -> str:
 
 
 def _phase_and_context(finding: Finding) -> str:
-    phase = PHASE_TITLES.get(finding.phase, finding.phase)
-    lines = [
-        f"- **Phase**: {phase}"
-        + (f" (entered on line {finding.phase_line + 1})" if finding.phase_line is not None else "")
-    ]
+    lines = [f"- **Phase**: {phase_words(finding)}"]
     ctx = finding.context
     if ctx.vllm_version:
         lines.append(f"- **vLLM**: {ctx.vllm_version}")

@@ -19,6 +19,7 @@ from ..core.catalog import Catalog
 from ..core.health import Health, HealthFinding, PreFailureRecord
 from ..core.model import PHASE_TITLES, Analysis, Finding
 from ..core.outline import RunOutline, build_outline
+from ..core.phase import phase_title
 from ..core.stats import Series, StatsSample
 from ..core.text import LogIndex, Text
 
@@ -94,7 +95,7 @@ def _summary(analysis: Analysis, outline: list[RunOutline]) -> str:
 
 
 def _incident(index: LogIndex, number: int, finding: Finding, record: PreFailureRecord | None) -> str:
-    phase = PHASE_TITLES.get(finding.phase, finding.phase)
+    phase = phase_title(finding.phase)
     parts = [
         f'<section class="incident" id="incident-{number}">',
         f"<h2>Incident {number}: {escape(finding.title)}</h2>",

@@ -104,6 +104,7 @@ def finding_to_json(finding: Finding, lines: Numbering = NO_BARE_CR, index: LogI
         "symptoms": [_symptom_json(s, lines, index) for s in finding.symptoms],
         "phase": finding.phase,
         "phase_line": None if finding.phase_line is None else lines.line(finding.phase_line) + 1,
+        "phase_source": finding.phase_source,
         "evidence": finding.evidence,
         "fixes": [
             {

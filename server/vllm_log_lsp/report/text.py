@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core.linebreaks import Numbering
-from ..core.model import PHASE_TITLES, Analysis, Finding
+from ..core.model import Analysis, Finding
+from ..core.phase import phase_title
 from .health_text import health_lines, record_line
 from .json_report import INTERNAL_ERROR, NO_BARE_CR, NO_DEATH, UNREADABLE, overall_summary
 
@@ -79,7 +80,7 @@ def _finding_lines(
     lines = [head, f"  {style.dim('|')} {_excerpt(finding.root_text)}"]
     if finding.message != finding.title:
         lines.append(f"  {finding.message}")
-    phase = PHASE_TITLES.get(finding.phase, finding.phase)
+    phase = phase_title(finding.phase)
     marker = f" (line {numbering.line(finding.phase_line) + 1})" if finding.phase_line is not None else ""
     facts = [f"phase: {phase}{marker}"]
     if ctx.vllm_version:

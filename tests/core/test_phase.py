@@ -1,0 +1,129 @@
+"""One phase for a death: its frames, else its last lifecycle marker, else unknown; and the outline's
+timeline puts the death inside a segment of that same phase."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from vllm_log_lsp.core.analyze import analyze
+from vllm_log_lsp.core.outline import build_outline
+from vllm_log_lsp.core.phase import UNKNOWN, phase_words
+
+HEAD = "(EngineCore_DP0 pid=7) ERROR 03-03 19:38:29 [core.py:708] "
+INFO = "(EngineCore_DP0 pid=7) INFO 03-03 19:38:20 [{src}] "
+
+
+def log(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def info(message: str, src: str = "gpu_model_runner.py:1") -> str:
+    return INFO.format(src=src) + message
+
+
+def traceback(frames: list[str], final: str) -> list[str]:
+    lines = [HEAD + "EngineCore failed to start.", HEAD + "Traceback (most recent call last):"]
+    for function in frames:
+        lines.append(HEAD + f'  File "/vllm/v1/worker/gpu_worker.py", line 10, in {function}')
+        lines.append(HEAD + "    x()")
+    lines.append(HEAD + final)
+    return lines
+
+
+OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.33 GiB of which 312.00 MiB is free."
+MARKERS = {
+    "model_loading": "Starting to load model /m/qwen...",
+    "torch_compile": "Dynamo bytecode transform time: 8.12 s",
+    "cuda_graph_capture": "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%",
+}
+
+
+def timeline_phase_at(text: str, line: int) -> str | None:
+    """The phase of the outline segment that holds `line` (None: no segment)."""
+    [run] = [r for r in build_outline(text, analyze(text)) if r.start_line <= line <= r.end_line]
+    marks = [m for m in run.phases if m.line <= line]
+    return marks[-1].phase if marks else None
+
+
+@pytest.mark.parametrize("marker_phase", sorted(MARKERS))
+@pytest.mark.parametrize(
+    ("frame", "frame_phase"),
+    [
+        ("determine_available_memory", "memory_profiling"),
+        ("capture_model", "cuda_graph_capture"),
+        ("load_model", "model_loading"),
+        ("_dummy_sampler_run", "warmup"),
+    ],
+)
+def test_frames_beat_the_last_marker_and_the_outline_agrees(
+    marker_phase: str, frame: str, frame_phase: str
+) -> None:
+    lines = [
+        info("non-default args: {'model': 'm'}", "utils.py:1"),
+        info(MARKERS[marker_phase]),
+        *traceback(["run_engine_core", frame], OOM),
+    ]
+    text = "\n".join(lines) + "\n"
+    [finding] = analyze(text).findings
+    assert finding.phase == frame_phase and finding.phase_source == "frames"
+    assert finding.phase_line is None
+    assert timeline_phase_at(text, finding.line) == frame_phase
+    assert "from the root cause's stack frames" in phase_words(finding)
+
+
+@pytest.mark.parametrize("marker_phase", sorted(MARKERS))
+def test_without_telling_frames_the_last_marker_names_the_phase(marker_phase: str) -> None:
+    lines = [
+        info("non-default args: {'model': 'm'}", "utils.py:1"),
+        info(MARKERS[marker_phase]),
+        *traceback(["run_engine_core", "some_helper"], OOM),
+    ]
+    text = "\n".join(lines) + "\n"
+    [finding] = analyze(text).findings
+    assert (finding.phase, finding.phase_line, finding.phase_source) == (marker_phase, 1, "marker")
+    assert timeline_phase_at(text, finding.line) == marker_phase
+    assert phase_words(finding).endswith("(entered on line 2)")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        OOM + "\n",  # a one-line paste
+        "\n".join(traceback(["run_engine_core", "some_helper"], OOM)) + "\n",  # frames that do not tell
+        'Traceback (most recent call last):\n  File "x.py", line 1, in main\nValueError: bad value\n',
+    ],
+)
+def test_no_marker_and_no_telling_frame_is_unknown_not_startup(text: str) -> None:
+    [finding] = analyze(text).findings
+    assert finding.phase == UNKNOWN and finding.phase_source == "unknown"
+    assert phase_words(finding).startswith("unknown")
+    assert timeline_phase_at(text, finding.line) is None  # no segment claims it
+
+
+def test_a_later_marker_after_the_death_does_not_claim_it() -> None:
+    lines = [
+        info("non-default args: {'model': 'm'}", "utils.py:1"),
+        info(MARKERS["torch_compile"]),
+        *traceback(["run_engine_core", "determine_available_memory"], OOM),
+        info(MARKERS["cuda_graph_capture"]),  # e.g. another process still going
+    ]
+    text = "\n".join(lines) + "\n"
+    [finding] = analyze(text).findings
+    assert timeline_phase_at(text, finding.line) == "memory_profiling"
+    [run] = build_outline(text, analyze(text))
+    death_mark = next(m for m in run.phases if m.phase == "memory_profiling")
+    assert death_mark.line == 3  # entered at the root's traceback header, not earlier
+    assert [m.phase for m in run.phases] == [
+        "startup",
+        "torch_compile",
+        "memory_profiling",
+        "cuda_graph_capture",
+    ]
+
+
+def test_unknown_phase_rules_out_phase_bound_rules() -> None:
+    # An OOM with no phase is the generic device OOM, not the serving one.
+    [finding] = analyze(OOM + "\n").findings
+    assert finding.rule_id == "device-oom"
