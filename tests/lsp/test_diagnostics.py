@@ -149,6 +149,34 @@ async def test_precursors_are_information(client):
     close(client, uri)
 
 
+STALL = (
+    "(EngineCore_DP0 pid=7) WARNING 03-03 19:{minute:02d}:00 [shm_broadcast.py:466] No available shared"
+    " memory broadcast block found in 60 seconds. This typically happens when some processes are hanging."
+)
+TIMEOUT_DEATH = """\
+(EngineCore_DP0 pid=7) ERROR 03-03 19:59:00 [core.py:708] EngineCore encountered a fatal error.
+(EngineCore_DP0 pid=7) ERROR 03-03 19:59:00 [core.py:708] Traceback (most recent call last):
+(EngineCore_DP0 pid=7) ERROR 03-03 19:59:00 [core.py:708]   File "/vllm/v1/engine/core.py", line 1, in run_busy_loop
+(EngineCore_DP0 pid=7) ERROR 03-03 19:59:00 [core.py:708]     step()
+(EngineCore_DP0 pid=7) ERROR 03-03 19:59:00 [core.py:708] TimeoutError: RPC call to sample_tokens timed out.
+"""
+
+
+@pytest.mark.parametrize("count", [2, 6])
+async def test_repeated_precursor_is_one_diagnostic_with_a_count(client, count):
+    stalls = [STALL.format(minute=m) for m in range(1, count + 1)]
+    text = "\n".join(["(APIServer pid=1) INFO 03-03 19:00:00 [utils.py:1] non-default args: {}", *stalls])
+    uri = fresh_uri("stalls.log")
+    diagnostics = await open_log(client, uri, text + "\n" + TIMEOUT_DEATH)
+    [info] = [d for d in diagnostics if d.severity == types.DiagnosticSeverity.Information]
+    assert info.range.start.line == 1 and info.code == "shm-broadcast-stall"
+    assert info.message == f"Processes stopped making progress ({count} times, lines 2–{count + 1})"
+    others = [r.location.range.start.line for r in info.related_information or []]
+    assert others == list(range(2, count + 1))
+    assert all(r.message.startswith("repeated on line ") for r in info.related_information)
+    close(client, uri)
+
+
 ASSERTION_LOG = """\
 (EngineCore_DP0 pid=2) ERROR 10-19 13:07:53 [core.py:799] EngineCore encountered a fatal error.
 (EngineCore_DP0 pid=2) ERROR 10-19 13:07:53 [core.py:799] Traceback (most recent call last):

@@ -18,6 +18,7 @@ from pygls import uris
 from ..core.analyze import Analyzer
 from ..core.catalog import Catalog
 from ..core.phase import phase_title
+from ..core.precursors import collapse_precursors
 from ..core.source import open_log
 from ..core.text import decode_log
 from ..report.html import render_report
@@ -72,7 +73,10 @@ def summary(uri: str, result: AnalysisResult) -> dict[str, Any]:
             }
             for f in analysis.findings
         ],
-        "precursors": [{"line": p.line + 1, "id": p.id, "title": p.title} for p in analysis.precursors],
+        "precursors": [
+            {"line": g.first.line + 1, "id": g.first.id, "title": g.first.title, "count": g.count}
+            for g in collapse_precursors(analysis.precursors, analysis.findings)
+        ],
     }
 
 

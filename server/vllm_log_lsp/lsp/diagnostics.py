@@ -15,6 +15,7 @@ from lsprotocol import types
 from ..core.health import HealthFinding
 from ..core.model import Finding
 from ..core.phase import phase_words
+from ..core.precursors import RepeatedPrecursor, collapse_precursors
 from .positions import line_range
 from .state import AnalysisResult
 
@@ -72,20 +73,35 @@ def build_diagnostics(uri: str, result: AnalysisResult, encoding: str) -> list[t
     for finding in result.analysis.findings:
         diagnostics.extend(_finding_diagnostics(uri, result, finding, encoding))
     if result.settings.precursors:
-        for pre in result.analysis.precursors:
-            diagnostics.append(
-                types.Diagnostic(
-                    range=result.lines.range(pre.span, encoding),
-                    message=pre.title,
-                    severity=_severity(result, (pre.id, "precursor"), "information"),
-                    source=SOURCE,
-                    code=pre.id,
-                )
-            )
+        for group in collapse_precursors(result.analysis.precursors, result.analysis.findings):
+            diagnostics.append(_precursor_diagnostic(uri, result, group, encoding))
     health = result.analysis.health
     for item in health.findings if health is not None else ():
         diagnostics.append(_health_diagnostic(uri, result, item, encoding))
     return diagnostics
+
+
+def _precursor_diagnostic(
+    uri: str, result: AnalysisResult, group: RepeatedPrecursor, encoding: str
+) -> types.Diagnostic:
+    """One diagnostic for a precursor however often it repeats: on its first line, with its count
+    and line span in the message and every other occurrence as related information."""
+    pre = group.first
+    related = [
+        types.DiagnosticRelatedInformation(
+            location=types.Location(uri=uri, range=result.lines.range(other.span, encoding)),
+            message=f"repeated on line {result.lines.line(other.line) + 1}",
+        )
+        for other in group.occurrences[1:]
+    ]
+    return types.Diagnostic(
+        range=result.lines.range(pre.span, encoding),
+        message=group.title(result.lines.line),
+        severity=_severity(result, (pre.id, "precursor"), "information"),
+        source=SOURCE,
+        code=pre.id,
+        related_information=related or None,
+    )
 
 
 def _health_diagnostic(

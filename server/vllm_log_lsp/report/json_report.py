@@ -12,6 +12,7 @@ from collections import Counter
 
 from ..core.linebreaks import NewlineLines, Numbering
 from ..core.model import Analysis, Finding, Precursor, Span, Symptom
+from ..core.precursors import collapse_precursors
 from ..core.text import LogIndex
 from ..core.timestamps import timestamp_at
 from .health_text import health_to_json, record_to_json
@@ -42,7 +43,14 @@ def file_json(name: str, analysis: Analysis, numbering: Numbering, index: LogInd
             }
             for finding in analysis.findings
         ],
-        "precursors": [precursor_to_json(p, numbering) for p in analysis.precursors],
+        "precursors": [
+            {
+                **precursor_to_json(group.first, numbering),
+                "count": group.count,
+                "lines": [numbering.line(p.line) + 1 for p in group.occurrences],
+            }
+            for group in collapse_precursors(analysis.precursors, analysis.findings)
+        ],
         "health": health_to_json(analysis.health, numbering.line),
     }
     entry["summary"] = file_summary(entry)
@@ -143,7 +151,8 @@ def _symptom_json(symptom: Symptom, lines: Numbering, index: LogIndex | None) ->
 
 
 def precursor_to_json(precursor: Precursor, lines: Numbering = NO_BARE_CR) -> dict:
-    """A line that explains a later death without being its cause (an editor's Information)."""
+    """A line that explains a later death without being its cause (an editor's Information); in a
+    file's report, the first of its repeats, with their `count` and `lines`."""
     return {
         **_range(lines, precursor.span),
         "severity": "information",

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from ..core.linebreaks import Numbering
 from ..core.model import Analysis, Finding
 from ..core.phase import phase_title
+from ..core.precursors import collapse_precursors
 from .health_text import health_lines, record_line
 from .json_report import INTERNAL_ERROR, NO_BARE_CR, NO_DEATH, UNREADABLE, overall_summary
 
@@ -61,8 +62,24 @@ def render_text(
         record = record_line(health.record_for(finding.line) if health else None, lines.line)
         out.extend([record] if record else [])
         out.append("")
+    out.extend(precursor_lines(path, analysis, style, lines, locate))
     out.extend(health_lines(path, health, style.yellow, style.dim, lines.line))
     return "\n".join(out).rstrip("\n")
+
+
+def precursor_lines(
+    path: str,
+    analysis: Analysis,
+    style: Style,
+    numbering: Numbering,
+    locate: Callable[[int], str] | None = None,
+) -> list[str]:
+    """One line per precursor, repeats collapsed (`path:line: note: id — title (6 times, …)`)."""
+    place = locate or (lambda line: f"{path}:{numbering.line(line) + 1}")
+    return [
+        f"{place(group.first.line)}: {style.dim('note')}: precursor {group.first.id} — {group.title(numbering.line)}"
+        for group in collapse_precursors(analysis.precursors, analysis.findings)
+    ]
 
 
 def _finding_lines(
