@@ -56,6 +56,15 @@ def load(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def build_module():
+    """grammars/build_grammars.py, imported."""
+    spec = importlib.util.spec_from_file_location("build_grammars", GRAMMARS / "build_grammars.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def walk(node: object) -> Iterator[tuple[str, object]]:
     """Every (key, value) pair anywhere in a grammar."""
     if isinstance(node, dict):
@@ -85,10 +94,7 @@ def test_grammar_identity() -> None:
 
 
 def test_generated_grammars_are_up_to_date() -> None:
-    spec = importlib.util.spec_from_file_location("build_grammars", GRAMMARS / "build_grammars.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = build_module()
     for path, text in module.outputs().items():
         assert path.read_text(encoding="utf-8") == text, (
             f"{path.name} is stale: run python3 grammars/build_grammars.py"
@@ -148,6 +154,47 @@ def test_scope_names_pair_generic_and_specific(path: Path) -> None:
         if not ok:
             bad.append(name)
     assert not bad, f"scope names without a generic part and a specific .log.vllm part: {bad}"
+
+
+def grammar_scopes() -> dict[str, str]:
+    """build_grammars.S: role -> scope pair."""
+    return build_module().S
+
+
+# What a reader's eye should find first: quiet framing, levels by severity, the failure loud.
+QUIET_ROLES = {"DEBUG", "INFO", "timestamp", "blob", "quote", "ray-dedup", "caret", "elided"} | {
+    role
+    for role in grammar_scopes()
+    if role.startswith(("source-", "runtime-", "process-")) or role in ("rank", "tag")
+}
+LOUD_ROLES = {"ERROR", "CRITICAL", "fatal", "error-code", "http-server-error", "stat-value-high"}
+
+
+@pytest.mark.parametrize("role", sorted(QUIET_ROLES))
+def test_prefixes_timestamps_sources_and_quiet_levels_are_comment_like(role: str) -> None:
+    assert grammar_scopes()[role].startswith("comment."), grammar_scopes()[role]
+
+
+def test_only_failures_are_loud() -> None:
+    scopes = grammar_scopes()
+    loud = {role for role, scope in scopes.items() if scope.startswith("invalid.")}
+    assert loud == LOUD_ROLES
+    # CRITICAL is louder still: bold in every theme that has markup.bold.
+    assert " markup.bold." in scopes["CRITICAL"]
+
+
+def test_warnings_are_medium_and_tracebacks_distinct() -> None:
+    scopes = grammar_scopes()
+    assert scopes["WARNING"].startswith("markup.changed.") and scopes["warning-category"].startswith(
+        "markup.changed."
+    )
+    assert scopes["traceback-header"].startswith("markup.heading.")
+    assert scopes["exception-type"].startswith("entity.name.type.")
+    assert scopes["exception-message"].startswith("markup.bold.")
+    # A frame's path is neither a string nor an error colour (in the light theme both are red).
+    assert scopes["frame-path"].startswith("variable.")
+    # A symptom says the engine died; the root cause (the diagnostic) must outshine it.
+    assert not scopes["symptom"].startswith("invalid.")
 
 
 # ----------------------------------------------------------------------------------------------
