@@ -49,6 +49,10 @@ LOG_SYMPTOM_LINE = 42
 # VS Code's own Log language, and the server must still diagnose it.
 PLAIN_LOG = "server-041.log"
 PLAIN_LOG_ROOT_CAUSE_LINE = 109
+# app.log: an application's log that mentions vllm (a pip line) but is not vLLM's: it stays a Log.
+OTHER_LOG = "app.log"
+# Screenshots of the crash log in the default themes, for docs/ (tests/editors/vscode/screenshots.py).
+THEMES = {"dark": "Dark Modern", "light": "Light Modern"}  # their names in the theme picker
 SCRIPT = "serve.sh"
 # The same log as server-041.log, outside the workspace, for `vLLM Log: Analyze Log File from Disk...`.
 DISK_LOG = "big-041.log"
@@ -333,7 +337,7 @@ def _looks_incomplete(result: dict) -> bool:
         "code lens": (result.get("codeLensCursor") or {}).get("line") == LOG_ROOT_CAUSE_LINE,
         "quick fix": bool(result.get("quickFixApplied")),
         "quick fix without a match": bool(result.get("noMatchQuickFixes")),
-        "log-language file": bool(result.get("plainLogMarkers")),
+        "log-language file": bool(result.get("plainLogMarkers")) and bool(result.get("plainLogStatus")),
         "analyze from disk": DISK_LOG in (result.get("analyzeFileToast") or ""),
         "missing python": "needs Python" in (result.get("missingPythonToast") or ""),
         "show report": bool((result.get("report") or {}).get("found")),
@@ -344,11 +348,17 @@ def _looks_incomplete(result: dict) -> bool:
     return bool(missing)
 
 
-def _run_session(tmp_path_factory, untrusted: Callable[[Path], None] | None = None) -> dict:
+def _run_session(
+    tmp_path_factory,
+    untrusted: Callable[[Path], None] | None = None,
+    vsix: Path | None = None,
+    screenshots: Path | None = None,
+) -> dict:
     """One code-server session. With `untrusted`, which plants hostile files in the workspace, the
-    workspace opens in Restricted Mode and only the steps up to the Problems panel run."""
-    vsix = _vsix()
-    name = "vscode-untrusted" if untrusted else "vscode-e2e"
+    workspace opens in Restricted Mode and only the steps up to the Problems panel run. With
+    `screenshots` (a path prefix), only the crash log is opened, once per default theme."""
+    vsix = vsix or _vsix()
+    name = "vscode-untrusted" if untrusted else "vscode-themes" if screenshots else "vscode-e2e"
     tmp = tmp_path_factory.mktemp(name)
     home, user_data, extensions = tmp / "home", tmp / "user-data", tmp / "extensions"
     workspace = tmp / "workspace"
@@ -463,6 +473,7 @@ def _run_session(tmp_path_factory, untrusted: Callable[[Path], None] | None = No
                 "symptomColumn": _column_of(log_file, LOG_SYMPTOM_LINE, r"EngineDeadError") + 3,
             },
             "plainLog": {"name": PLAIN_LOG, "rootCauseLine": PLAIN_LOG_ROOT_CAUSE_LINE},
+            "otherLog": {"name": OTHER_LOG},
             "diskLog": {"name": DISK_LOG, "path": str(outside / DISK_LOG)},
             "reportLog": {"name": REPORT_LOG},
             "noMatchLog": {
@@ -476,6 +487,9 @@ def _run_session(tmp_path_factory, untrusted: Callable[[Path], None] | None = No
         }
         if untrusted:
             config["onlySteps"] = ["load workbench", "restricted mode", "open crash log", "problems panel"]
+        if screenshots:
+            config["onlySteps"] = ["load workbench", "open crash log", "problems panel", "theme screenshots"]
+            config["themes"] = [{"name": t, "path": f"{screenshots}-{k}.png"} for k, t in THEMES.items()]
         (tmp / "config.json").write_text(json.dumps(config, indent=2))
         run = subprocess.run(
             ["node", str(E2E / "e2e.mjs"), str(tmp / "config.json")],
@@ -608,8 +622,21 @@ def test_vscode_missing_python_says_what_to_do(vscode_run):
 
 
 @pytest.mark.editor
+def test_vscode_log_with_vllm_content_becomes_a_vllm_log(vscode_run):
+    # VS Code opens server-041.log as Log (its name matches `*.log`, not `*vllm*.log`); the extension
+    # reads vLLM's lines at its top and sets vLLM Log, and the status bar says so with the count.
+    assert vscode_run.get("plainLogLanguageMode") == "vLLM Log", _explain(vscode_run)
+    assert vscode_run.get("plainLogStatus") == "vLLM log: 1 root cause", _explain(vscode_run)
+
+
+@pytest.mark.editor
+def test_vscode_other_log_stays_a_log(vscode_run):
+    assert vscode_run.get("otherLogLanguageMode") == "Log", _explain(vscode_run)
+    assert vscode_run.get("otherLogStatus") == 0, _explain(vscode_run)
+
+
+@pytest.mark.editor
 def test_vscode_log_language_file_is_diagnosed(vscode_run):
-    assert vscode_run.get("plainLogLanguageMode") == "Log", _explain(vscode_run)
     rows = vscode_run.get("plainLogMarkers") or []
     # Rows are the Problems tree in order: a file row, then that file's diagnostics.
     current, lines = None, []

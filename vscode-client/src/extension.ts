@@ -18,6 +18,7 @@ import {
     MIN_PYTHON,
     serverLaunch,
 } from './python';
+import { registerLook } from './look';
 import { RESTART_KEYS, restrictServerSettings, serverSettings, trustedValue } from './settings';
 import { summarise } from './summary';
 
@@ -61,6 +62,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         vscode.workspace.onDidGrantWorkspaceTrust(() => restart('workspace trusted')),
     );
     watchPythonExtension(context);
+    registerLook(context, (message) => output.info(message));
 
     // Not awaited: activation stays quick even when Python is slow to answer; commands wait for it.
     void restart('activation');

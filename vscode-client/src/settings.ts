@@ -1,7 +1,7 @@
 // Settings: what the server receives, and what only the client uses. Pure (no `vscode` import).
 
 /** Keys of the `vllmLog` section that only the client uses; they are never sent to the server. */
-export const CLIENT_ONLY_KEYS = ['interpreter', 'serverArgs', 'trace'] as const;
+export const CLIENT_ONLY_KEYS = ['interpreter', 'serverArgs', 'trace', 'detectLanguage'] as const;
 
 /** Keys whose change needs a new server process (everything else is sent with didChangeConfiguration). */
 export const RESTART_KEYS = ['vllmLog.interpreter', 'vllmLog.serverArgs'] as const;

@@ -304,7 +304,16 @@ try {
             return;
         }
         await openFile(cfg.plainLog.name);
-        result.plainLogLanguageMode = (await statusText('status.editor.mode')).trim();
+        // VS Code opens a *.log as Log (the file name wins); the extension sees vLLM's lines and sets vLLM Log.
+        result.plainLogLanguageMode = await poll(async () => {
+            const m = (await statusText('status.editor.mode')).trim();
+            return m === 'vLLM Log' ? m : undefined;
+        }, 8000);
+        result.plainLogLanguageMode = result.plainLogLanguageMode || (await statusText('status.editor.mode')).trim();
+        result.plainLogStatus = await poll(async () => {
+            const texts = await page.locator('.statusbar-item', { hasText: 'vLLM log' }).allInnerTexts();
+            return texts.map((t) => t.trim()).find((t) => /root cause/.test(t));
+        }, cfg.diagnosticsTimeoutMs);
         result.plainLogMarkers = await poll(async () => {
             // The Problems tree: a file row (level 1) followed by that file's diagnostics (level 2).
             const rows = await markers();
@@ -313,6 +322,44 @@ try {
         }, cfg.diagnosticsTimeoutMs);
         result.plainLogMarkers = result.plainLogMarkers || (await markers());
     });
+
+    await step('other log stays a log', async () => {
+        if (!cfg.otherLog) {
+            return;
+        }
+        await openFile(cfg.otherLog.name);
+        await sleep(2000); // long enough for a switch to have happened, were there one
+        result.otherLogLanguageMode = (await statusText('status.editor.mode')).trim();
+        result.otherLogStatus = (await page.locator('.statusbar-item', { hasText: 'vLLM log' }).allInnerTexts()).length;
+    }, { needsServer: false });
+
+    await step('theme screenshots', async () => {
+        // The crash log around its root cause in the default dark and light themes (docs/).
+        await openFile(cfg.log.name);
+        await page.keyboard.press('Control+J'); // no panel: more log on screen
+        await goTo(cfg.log.rootCauseLine, 1);
+        await page.mouse.move(5, 5);
+        for (const theme of cfg.themes || []) {
+            // The theme picker (Ctrl+K Ctrl+T), as a user would pick the theme.
+            await page.locator('.editor-group-container.active .monaco-editor textarea').first().focus();
+            await page.keyboard.press('Control+K');
+            await page.keyboard.press('Control+T');
+            const input = page.locator('.quick-input-widget input');
+            await input.waitFor({ state: 'visible' });
+            await input.fill(theme.name);
+            await page.locator('.quick-input-list .monaco-list-row', { hasText: theme.name }).first().waitFor();
+            await sleep(300);
+            await page.keyboard.press('Enter');
+            await poll(async () => {
+                const dark = await page.locator('.monaco-workbench.vs-dark').count();
+                return /dark/i.test(theme.name) === dark > 0;
+            }, 10000);
+            await page.mouse.move(5, 5);
+            await sleep(1500);
+            await page.screenshot({ path: theme.path });
+            (result.themeScreenshots = result.themeScreenshots || []).push(theme.path);
+        }
+    }, { optIn: true });
 
     await step('screenshot', async () => {
         // The picture for the README: the crash log with the Problems panel and the hover on the root cause.
