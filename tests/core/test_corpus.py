@@ -48,6 +48,8 @@ PHASE_DISAGREEMENTS = {
     #   later traceback's frames (load_model), not on the root's line;
     "114.log": "unknown",
     "116.log": "unknown",
+    # - an excerpt that begins in NCCL's communicator set-up (no vLLM line before its WARN report);
+    "122.log": "unknown",
     # - a model-architecture check, requests served before the paste began.
     "121.log": "unknown",
     "125.log": "unknown",
