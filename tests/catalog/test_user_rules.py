@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -123,10 +122,12 @@ def test_catastrophic_user_regex_cannot_stall_analysis(tmp_path: Path) -> None:
     assert not catalog.errors
     error = "RuntimeError: " + "a" * 5_000 + "!"
     log = LOG.format(error=error)
-    start = time.perf_counter()
-    analysis = analyze(log, catalog)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 2.0, f"analysis took {elapsed:.1f}s"
+    # `(a+)+$` on 5,000 a's backtracks ~2**5000 steps: without the time limit no machine would
+    # ever finish, so the analysis returns only because the searches were given up. That count is
+    # the assertion (no wall-clock bound); `within` only turns a hang into a failure.
+    analysis = within(120, analyze, log, catalog)
+    evil = catalog.rule("evil")
+    assert evil is not None and evil.match[0].abandoned >= 1
     assert analysis.findings and analysis.findings[0].rule_id != "evil"
 
 

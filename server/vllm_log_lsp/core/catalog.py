@@ -92,13 +92,14 @@ class Pattern:
     rules are ruled out by one `in`, without compiling them.
     """
 
-    __slots__ = ("_compiled", "_required", "limit", "source", "timeout")
+    __slots__ = ("_compiled", "_required", "abandoned", "limit", "source", "timeout")
 
     def __init__(self, source: str, timeout: float, compiled: Any = None, limit: int | None = None) -> None:
         self.source = source
         self.timeout = timeout
         self._compiled = compiled
         self.limit = limit  # without time limits, only this many characters are searched
+        self.abandoned = 0  # searches given up at the time limit (each counted as no match)
         # User patterns (compiled at load) may use syntax only `regex` knows: not pre-checked.
         self._required: str | None = None if compiled is None else ""
 
@@ -125,6 +126,7 @@ class Pattern:
                 text = text[: self.limit]
             return self.compiled.search(text)
         except TimeoutError:
+            self.abandoned += 1
             return None
 
     def __repr__(self) -> str:
