@@ -10,7 +10,8 @@ Figures (benchmarks/make_log.py makes the logs; --workdir keeps them for the nex
   deaths (linear: 2×);
 - all-error: every line an ERROR traceback line: time against the serving log's, peak RSS
   against the file's size;
-- small: `check` on a 51-line crash log against `python -c pass` (start-up);
+- small: `check` on a 51-line crash log against `python -c pass` (start-up; both with compiled
+  bytecode, as installed: see `bench.bytecode_as_installed`);
 - prefilter: the literal pre-filter alone (in process) with rg, grep -F, the in-process
   Aho-Corasick automaton (ahocorasick-rs) and one str.find per literal, against grep -cE: all
   must find the same lines;
@@ -33,7 +34,7 @@ from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import Figure, Run, Series, print_table, ratios, run_once
+from bench import Figure, Run, Series, bytecode_as_installed, print_table, ratios, run_once
 from make_log import CRASH, Generated, make_log, restart_segments
 
 GREP_PATTERN = "ERROR|Traceback"
@@ -58,18 +59,21 @@ def incidents(run: Run) -> list[list[tuple[int, str]]]:
 
 def interleaved(
     commands: dict[str, list[str]], runs: int
-) -> tuple[dict[str, Series], dict[str, Series], dict[str, Run]]:
-    """Run each command `runs` times, round-robin: times and peak RSS per command, and its last run."""
+) -> tuple[dict[str, Series], dict[str, Series], dict[str, Run], dict[str, Series]]:
+    """Run each command `runs` times, round-robin: wall times, peak RSS, the last run and CPU
+    times (user + system) per command."""
     times = {name: Series() for name in commands}
     rss = {name: Series() for name in commands}
+    cpu = {name: Series() for name in commands}
     last: dict[str, Run] = {}
     for _ in range(runs):
         for name, command in commands.items():
             result = run_once(command)
             times[name].add(result.seconds)
             rss[name].add(result.max_rss_mb)
+            cpu[name].add(result.cpu_seconds)
             last[name] = result
-    return times, rss, last
+    return times, rss, last, cpu
 
 
 def generated(workdir: Path, name: str, **options) -> Generated:
@@ -123,12 +127,15 @@ def fig_serving(args, check, workdir) -> list[Figure]:
     if shutil.which("lnav"):
         commands["lnav"] = ["lnav", "-n", "-c", f":filter-in {GREP_PATTERN}", str(info.path)]
     commands["check"] = [*check, str(info.path)]
-    times, _, last = interleaved(commands, args.runs)
+    times, _, last, cpu = interleaved(commands, args.runs)
     expected = expected_crash(check, info)
     got = incidents(last["check"])[0]
     answer = f"{got} (expected {expected}); {info.tracebacks} recovered tracebacks in {info.megabytes:.0f} MB"
     ok = got == expected
-    seconds = f"check {times['check'].spread(' s')}, grep {times['grep'].spread(' s', digits=3)}"
+    seconds = (
+        f"check {times['check'].spread(' s')}, grep {times['grep'].spread(' s', digits=3)}; "
+        f"CPU: check {cpu['check'].spread(' s')}, grep {cpu['grep'].spread(' s', digits=3)}"
+    )
     figures = [
         Figure(
             f"check {info.megabytes:.0f} MB serving log / grep -cE",
@@ -189,7 +196,7 @@ def fig_restarts(args, check, workdir) -> list[Figure]:
     info = generated(workdir, f"restarts-{args.deaths}", shape="restarts", deaths=args.deaths)
     half = generated(workdir, f"restarts-{args.deaths // 2}", shape="restarts", deaths=args.deaths // 2)
     commands = {**grep_anchor(info.path), "check": [*check, str(info.path)], "half": [*check, str(half.path)]}
-    times, _, last = interleaved(commands, args.runs)
+    times, _, last, cpu = interleaved(commands, args.runs)
     answer, ok = _restart_answer(info, check, incidents(last["check"])[0])
     tracebacks = last["grep"].stdout.decode().strip()
     return [
@@ -200,7 +207,8 @@ def fig_restarts(args, check, workdir) -> list[Figure]:
             100,
             answer,
             ok,
-            f"check {times['check'].spread(' s')}; grep counts {tracebacks} ERROR|Traceback lines",
+            f"check {times['check'].spread(' s')} (CPU {cpu['check'].spread(' s')}); "
+            f"grep counts {tracebacks} ERROR|Traceback lines",
         ),
         Figure(
             f"check {args.deaths} deaths / check {args.deaths // 2} deaths",
@@ -219,7 +227,7 @@ def fig_all_error(args, check, workdir) -> list[Figure]:
     small = generated(workdir, "all-error-1", megabytes=1, shape="all-error")
     serving = generated(workdir, f"serving-{args.mb:g}", megabytes=args.mb, shape="serving")
     commands = {"serving": [*check, str(serving.path)], "check": [*check, str(info.path)]}
-    times, rss, last = interleaved(commands, args.runs)
+    times, rss, last, cpu = interleaved(commands, args.runs)
     # The same death after 1 MB or 100 MB of failing requests: the same diagnosis, moved.
     got = [(line - info.crash_line, cause) for line, cause in incidents(last["check"])[0]]
     want = [
@@ -236,7 +244,7 @@ def fig_all_error(args, check, workdir) -> list[Figure]:
             2,
             answer,
             got == want,
-            f"check all-ERROR {times['check'].spread(' s')}",
+            f"check all-ERROR {times['check'].spread(' s')} (CPU {cpu['check'].spread(' s')})",
         ),
         Figure(
             "peak RSS all-ERROR / file size",
@@ -252,7 +260,7 @@ def fig_all_error(args, check, workdir) -> list[Figure]:
 
 def fig_small(args, check, workdir) -> list[Figure]:
     commands = {"python": [sys.executable, "-c", "pass"], "check": [*check, str(CRASH)]}
-    times, _, last = interleaved(commands, max(args.runs, 10))
+    times, _, last, cpu = interleaved(commands, max(args.runs, 10))
     got = incidents(last["check"])[0]
     return [
         Figure(
@@ -262,7 +270,8 @@ def fig_small(args, check, workdir) -> list[Figure]:
             4,
             f"{got} (expected [(27, 'oom-serving')])",
             got == [(27, "oom-serving")],
-            f"check {times['check'].spread(' s', scale=1, digits=3)}, python {times['python'].spread(' s', digits=3)}",
+            f"check {times['check'].spread(' s', digits=3)}, python {times['python'].spread(' s', digits=3)}; "
+            f"CPU: check {cpu['check'].spread(' s', digits=3)}, python {cpu['python'].spread(' s', digits=3)}",
         )
     ]
 
@@ -328,8 +337,8 @@ def fig_bundled(args, check, workdir) -> list[Figure]:
     bundled = [sys.executable, "-c", BUNDLED, *check[check.index("check") :]]
     commands = {"installed": [*check, str(info.path)], "bundled": [*bundled, str(info.path)]}
     small = {"installed": [*check, str(CRASH)], "bundled": [*bundled, str(CRASH)]}
-    times, _, last = interleaved(commands, args.runs)
-    small_times, _, small_last = interleaved(small, max(args.runs, 10))
+    times, _, last, _ = interleaved(commands, args.runs)
+    small_times, _, small_last, _ = interleaved(small, max(args.runs, 10))
     same = incidents(last["installed"]) == incidents(last["bundled"])
     same_small = incidents(small_last["installed"]) == incidents(small_last["bundled"])
     answer = f"the same incidents as the installed check: {same} (serving), {same_small} (small)"
@@ -363,6 +372,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="keep the generated logs here (reused)")
     parser.add_argument("--only", default=",".join(FIGURES), help="comma-separated figures to run")
     args = parser.parse_args()
+    bytecode_as_installed()
     check = check_command()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = args.workdir or Path(tmp)

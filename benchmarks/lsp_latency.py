@@ -31,7 +31,7 @@ from pygls.lsp.client import LanguageClient
 from pytest_lsp import client_capabilities
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import Figure, Series, print_table, ratios
+from bench import Figure, Series, bytecode_as_installed, print_table, ratios
 from bench_check import check_command, expected_crash
 from make_log import make_log, serving_lines
 
@@ -216,6 +216,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--debounce-ms", type=int, default=0)
     args = parser.parse_args()
+    bytecode_as_installed()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "serving.log"
         info = make_log(path, args.mb, "serving")
