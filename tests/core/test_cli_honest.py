@@ -186,6 +186,33 @@ def test_first_invalid_utf8_finds_the_first_bad_byte() -> None:
     assert first_invalid_utf8(b"") is None
 
 
+def _first_bad_byte(data: bytes) -> int | None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return err.start
+    return None
+
+
+@pytest.mark.parametrize("where", ["before", "across", "after"])
+@pytest.mark.parametrize("bad", [b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80"])
+def test_first_invalid_utf8_equals_a_whole_decode_wherever_chunks_end(tmp_path: Path, where, bad) -> None:
+    """ASCII chunks are skipped, others decoded: a character or a bad byte next to, or across,
+    a chunk boundary reads as decoding the whole file does (bytes and a mapped file alike)."""
+    import mmap
+
+    from vllm_log_lsp.core import source
+
+    boundary = source._UTF8_CHUNK
+    shift = {"before": -3, "across": -1, "after": 2}[where]
+    for head in (b"x" * (boundary + shift), b"x" * (boundary + shift - 10) + "é—".encode() + b"y" * 5):
+        for data in (head + "€".encode() + b"z" * 10, head + bad + b"z" * 10, head + "€".encode() + bad):
+            path = tmp_path / "log"
+            path.write_bytes(data)
+            with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                assert first_invalid_utf8(mapped) == first_invalid_utf8(data) == _first_bad_byte(data)
+
+
 # -- the output side (item 8) ----------------------------------------------------------------------
 @pytest.mark.parametrize("encoding", ["cp1252", "ascii", "latin-1"])
 def test_a_terminal_that_cannot_show_unicode_gets_a_report(encoding: str) -> None:
