@@ -233,3 +233,29 @@ def test_line_start_near_a_known_line_equals_the_table(text: str, lines: list[in
             index.line_of(table.line_start(min(max(line, 0), table.line_count - 1)))  # a known line
             assert index.line_start(line) == table.line_start(line)
             assert index.line_start(line + 2) == table.line_start(line + 2)
+
+
+# -- an exception's copies among the scan's events (classify) ---------------------------------------
+def _event(line: int, message: str):
+    from vllm_log_lsp.core.model import ExceptionEvent, Span
+    from vllm_log_lsp.core.scan import Candidate
+
+    return Candidate(ExceptionEvent(line, Span(line, 0, 1), "RuntimeError", message, ""), tier=0)
+
+
+@FAST
+@given(st.lists(st.sampled_from(["a", "ab", "", "a\nb", "é"]), max_size=12))
+def test_events_by_message_equal_a_scan_of_every_event(found: list[str]) -> None:
+    """The index by message holds, for each message, exactly the events with that message, in
+    scan order; it is rebuilt when events are added."""
+    from vllm_log_lsp.core.classify import _events_by_message
+    from vllm_log_lsp.core.scan import Scan
+
+    scan = Scan(events=[_event(i + 1, m) for i, m in enumerate(found)])
+    for _ in range(2):
+        index = _events_by_message(scan)
+        assert {m: [c.event.line for c in cs] for m, cs in index.items()} == {
+            m: [c.event.line for c in scan.events if c.event.message == m]
+            for m in {c.event.message for c in scan.events}
+        }
+        scan.events.append(_event(len(scan.events) + 1, "a"))

@@ -93,6 +93,23 @@ def _events_in(scan: Scan, run: tuple[int, int]) -> list[Candidate]:
     return ordered[lo:hi]
 
 
+# Related lines a finding lists at most.
+_MAX_RELATED = 20
+
+
+def _events_by_message(scan: Scan) -> dict[str, list[Candidate]]:
+    """The scan's events by exact message, in scan order, made once per analysis: a restart loop's
+    deaths do not each read every event to find their exception's copies."""
+    key = ("events_by_message", len(scan.events))
+    found = scan.cache.get(key)
+    if not isinstance(found, dict):
+        found = {}
+        for cand in scan.events:
+            found.setdefault(cand.event.message, []).append(cand)
+        scan.cache[key] = found
+    return found
+
+
 def _frames_text(cand: Candidate) -> list[str]:
     if cand.traceback is None:
         return []
@@ -173,12 +190,9 @@ def build_finding(
         if event.context_lines:
             evidence.setdefault("assertion", event.context_lines[-1])
     symptoms = _distinct_symptoms(incident, event)
-    copies = (
-        c.event.line for c in scan.events if c.event.line != event.line and c.event.message == event.message
-    )
-    related = tuple(([failing_frame.line] if failing_frame else []) + [n for n in copies if event.message])[
-        :20
-    ]
+    same = _events_by_message(scan).get(event.message, []) if event.message else []
+    copies = [c.event.line for c in same if c.event.line != event.line][:_MAX_RELATED]
+    related = tuple(([failing_frame.line] if failing_frame else []) + copies)[:_MAX_RELATED]
     return Finding(
         root=event.span,
         root_text=event.text if event.kind == "python" else event.message,
