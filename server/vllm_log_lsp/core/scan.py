@@ -68,18 +68,28 @@ def scan_lines(index: LogIndex, catalog: Catalog, scan: Scan | None = None, begi
             index.remember(start, number)
     scan = scan or Scan()
     consumed = scan.consumed
+    # Lines a traceback's reading parsed already (whole lines: the same text when within MAX_LINE).
+    parsed: dict[int, LogLine] = {}
     for start, _ in candidates:
         number = index.line_of(start)
-        raw = index.slice(start, min(index.line_end_at(start), start + MAX_LINE))
-        line = parse_line(number, raw)
+        end = index.line_end_at(start)
+        line = parsed.pop(number, None)
+        if line is None or end - start > MAX_LINE:
+            line = parse_line(number, index.slice(start, min(end, start + MAX_LINE)))
         scan.lines[number] = line
         scan.offsets[number] = start
-        _classify_line(index, catalog, scan, line, start, consumed)
+        _classify_line(index, catalog, scan, line, start, consumed, parsed)
     return scan
 
 
 def _classify_line(
-    index: LogIndex, catalog: Catalog, scan: Scan, line: LogLine, start: int, consumed: set[int]
+    index: LogIndex,
+    catalog: Catalog,
+    scan: Scan,
+    line: LogLine,
+    start: int,
+    consumed: set[int],
+    parsed: dict[int, LogLine],
 ) -> None:
     if line.number in consumed and line.number not in scan.exception_lines:
         return  # a frame, code or caret line of a traceback already read: `raise X("…")` is code
@@ -110,7 +120,9 @@ def _classify_line(
     if line.number in consumed:
         return
     if message.rstrip().endswith(TRACEBACK_HEADER):
-        tb = read_traceback(index, start, line)
+        for passed in [n for n in parsed if n < line.number]:
+            del parsed[passed]  # lines behind the scan (of another writer, or no candidates)
+        tb = read_traceback(index, start, line, parsed)
         consumed.update(tb.lines)
         scan.exception_lines.update(e.line for e in tb.chain)
         scan.tracebacks.append(tb)

@@ -156,8 +156,15 @@ def writer_literals(first: LogLine) -> tuple[str, ...]:
     return tuple(f for f in found if "(" not in f and ")" not in f)
 
 
-def read_traceback(index: LogIndex, start_offset: int, first: LogLine) -> Traceback:
-    """Read the traceback whose header is `first` (a parsed line starting at `start_offset`)."""
+def read_traceback(
+    index: LogIndex, start_offset: int, first: LogLine, parsed: dict[int, LogLine] | None = None
+) -> Traceback:
+    """Read the traceback whose header is `first` (a parsed line starting at `start_offset`).
+
+    Each line after the header that it parses goes into `parsed` (by number), when given: the
+    scan reads many of them again as candidates of its own (`ERROR … ` lines) and takes them
+    from there instead of parsing them twice.
+    """
     tb = Traceback(
         header_line=first.number,
         stream=first.stream,
@@ -177,6 +184,8 @@ def read_traceback(index: LogIndex, start_offset: int, first: LogLine) -> Traceb
     window = index.window(start, first.number + 1, _MAX_LINES, writer_literals(first))
     for number, raw in window:
         line = parse_line(number, raw)
+        if parsed is not None:
+            parsed[number] = line
         if not _same_writer(line, first):
             continue
         if not reader.feed(line):
