@@ -259,3 +259,64 @@ def test_events_by_message_equal_a_scan_of_every_event(found: list[str]) -> None
             for m in {c.event.message for c in scan.events}
         }
         scan.events.append(_event(len(scan.events) + 1, "a"))
+
+
+# -- the phase a traceback's frames tell (phase._phase_of_frames, remembered per frame) -------------
+FRAME_POOL = [
+    "vllm/v1/worker/gpu_model_runner.py:_dummy_sampler_run",
+    "vllm/v1/worker/gpu_model_runner.py:capture_model",
+    "torch/cuda/graphs.py:__exit__",
+    "vllm/v1/worker/gpu_worker.py:determine_available_memory",
+    "vllm/v1/worker/gpu_model_runner.py:profile_run",
+    "vllm/model_executor/model_loader/default_loader.py:load_weights",
+    "vllm/v1/worker/gpu_worker.py:init_device",
+    "vllm/v1/engine/core.py:step",
+    "vllm/v1/engine/core.py:run_busy_loop",
+    "vllm/v1/worker/gpu_model_runner.py:execute_model",
+    "vllm/v1/worker/gpu_model_runner.py:execute_model_inner",
+    "torch/nn/modules/module.py:_call_impl",
+    "x.py:",
+    "",
+]
+
+
+def _phase_by_every_marker(catalog, frames: list[str]) -> str | None:
+    """phase_for's frame rule read plainly: innermost frame first, serving only when no other
+    marker matches any frame."""
+    markers = sorted(catalog.markers_of("phase_frame"), key=lambda m: m.phase == "serving")
+    for serving in (False, True):
+        for frame in reversed(frames):
+            for marker in markers:
+                if (marker.phase == "serving") == serving and marker.pattern.search(frame):
+                    return marker.phase
+    return None
+
+
+@FAST
+@given(st.lists(st.sampled_from(FRAME_POOL), max_size=12))
+def test_remembered_frame_phases_equal_every_marker_tried(frames: list[str]) -> None:
+    from vllm_log_lsp.core.catalog import builtin_catalog
+    from vllm_log_lsp.core.phase import _phase_of_frames
+
+    catalog = builtin_catalog()
+    expected = _phase_by_every_marker(catalog, frames)
+    for _ in range(2):  # the second time from what the catalog remembered
+        assert _phase_of_frames(catalog, frames) == expected
+
+
+def test_scanned_lines_taken_from_a_traceback_reading_equal_a_fresh_parse() -> None:
+    """The scan reuses the lines a traceback's reading parsed: each equals parsing its text."""
+    from support import CRASH2, CRASH3
+    from vllm_log_lsp.core.catalog import builtin_catalog
+    from vllm_log_lsp.core.scan import MAX_LINE, scan_lines
+
+    catalog = builtin_catalog()
+    logs = [folder / label["file"] for folder in (CRASH, CRASH2, CRASH3) for label in crash_labels(folder)]
+    for path in logs:
+        data = path.read_bytes()
+        for index in (LogIndex(data), LogIndex(data.decode("utf-8", "replace"))):
+            scan = scan_lines(index, catalog)
+            for number, line in scan.lines.items():
+                start = scan.offsets[number]
+                raw = index.slice(start, min(index.line_end_at(start), start + MAX_LINE))
+                assert line == parse_line(number, raw), (path.name, number)

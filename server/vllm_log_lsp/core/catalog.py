@@ -51,6 +51,9 @@ MAX_RULE_FILE_BYTES = 1 << 20
 #: `linearity.refusal` checked it at.
 USER_TEXT_LIMIT = USER_CHECK_LENGTH
 
+#: Frames whose phases a catalog remembers at most (see `Catalog.frame_phases`).
+_MAX_REMEMBERED_FRAMES = 1 << 16
+
 #: Seconds a single regex search may take before it is abandoned.
 USER_REGEX_TIMEOUT = 0.05
 BUILTIN_REGEX_TIMEOUT = 1.0
@@ -285,6 +288,10 @@ class Catalog:
     _pending: list[tuple[str, str]] = field(default_factory=list)  # built-in rule files not parsed yet
     # The language server classifies in several threads; files must be added in priority order.
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    # Frame text -> the phases its `phase_frame` markers tell (see `frame_phases`).
+    _frame_phases: dict[str, tuple[str | None, str | None]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def rules(self) -> list[Rule]:
@@ -316,6 +323,25 @@ class Catalog:
 
     def markers_of(self, kind: str) -> list[Marker]:
         return self.markers.get(kind, [])
+
+    def frame_phases(self, frame: str) -> tuple[str | None, str | None]:
+        """The phase of the first `phase_frame` marker other than serving's that matches `frame`
+        (`path:function`), and the serving marker's, or None each.
+
+        Remembered per frame text: every death of a restart loop, every copy of a traceback
+        shows the same frames, and each would otherwise be searched by every marker again.
+        """
+        found = self._frame_phases.get(frame)
+        if found is None:
+            markers = self.markers_of("phase_frame")
+            other = next((m.phase for m in markers if m.phase != "serving" and m.pattern.search(frame)), None)
+            serving = next(
+                (m.phase for m in markers if m.phase == "serving" and m.pattern.search(frame)), None
+            )
+            if len(self._frame_phases) >= _MAX_REMEMBERED_FRAMES:
+                self._frame_phases.clear()  # a bound for a long-running server; cheap to refill
+            found = self._frame_phases[frame] = (other, serving)
+        return found
 
     def rule(self, rule_id: str) -> Rule | None:
         return next((r for r in self.iter_rules() if r.id == rule_id), None)

@@ -47,12 +47,12 @@ def death_phase(
 def _phase_of_frames(catalog: Catalog, frames: list[str]) -> str | None:
     # Innermost call first: it tells the most. The serving step also runs inside the memory
     # profiling, warm-up and graph-capture calls, so it speaks only when none of them does.
-    markers = catalog.markers_of("phase_frame")
+    told = [catalog.frame_phases(frame) for frame in reversed(frames)]
     for serving in (False, True):
-        for frame in reversed(frames):
-            for marker in markers:
-                if (marker.phase == "serving") == serving and marker.pattern.search(frame):
-                    return marker.phase
+        for other_phase, serving_phase in told:
+            phase = serving_phase if serving else other_phase
+            if phase is not None:
+                return phase
     return None
 
 
