@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from .lines import parse_line
-from .model import Span
+from .model import Span, quick_init
 from .outline import run_boundaries
 from .prefilter import candidate_lines
 from .text import LogIndex
@@ -64,6 +64,7 @@ _STAMP = re.compile(
 _NO_YEAR = 2000
 
 
+@quick_init
 @dataclass(frozen=True)
 class StatsSample:
     """One stats line: what one engine (or all, aggregated) reported for the last interval."""
