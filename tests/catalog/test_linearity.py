@@ -65,7 +65,11 @@ def test_every_builtin_pattern_is_linear(engine):
         seen_sources.add(source)
         if source in KNOWN_SUPERLINEAR:
             continue
-        growth = worst_growth(engine.compile(source).search, source)
+        search = engine.compile(source).search
+        growth = worst_growth(search, source)
+        if growth.superlinear:
+            # A busy machine can slow one measurement; a super-linear pattern is slow every time.
+            growth = worst_growth(search, source)
         if growth.superlinear:
             failures.append(
                 f"{where} {source!r}: {growth.shape} takes {growth.small_seconds * 1000:.2f} ms at "
