@@ -38,7 +38,7 @@ from .model import Analysis, ExceptionEvent, Finding, Precursor, RunSegment, Spa
 from .scan import Candidate, Scan, scan_lines, truncate_scan
 from .source import first_invalid_utf8
 from .stats import StatsScan, scan_stats
-from .text import LogIndex, Text
+from .text import LogIndex, Text, extends
 
 # How many lines from the start of a log teach its own outer prefix.
 _LEARN_LINES = 400
@@ -130,9 +130,7 @@ class Analyzer:
         old, scan, old_index = self._text, self._scan, self._index
         if old is None or scan is None or old_index is None:
             return None, 0
-        if not isinstance(text, (str, bytes)) or type(text) is not type(old):
-            return None, 0
-        if len(text) < len(old) or not text.startswith(old):
+        if not extends(text, old):
             return None, 0
         index.adopt_checkpoints(old_index, len(old))
         # Re-read the last line (it may have been cut) and the one before it (a trailing `\r`
@@ -188,7 +186,7 @@ def _analysis(
 
 def _encoding_warnings(index: LogIndex) -> tuple[str, ...]:
     """Invalid UTF-8 anywhere in a file's bytes (one C-speed pass), not only in the lines read."""
-    if not index.is_bytes:
+    if isinstance(index.text, str):
         return ()  # an editor's text is decoded already
     offset = first_invalid_utf8(index.text)
     if offset is None:

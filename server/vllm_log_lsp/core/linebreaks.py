@@ -18,7 +18,7 @@ import re
 from array import array
 from typing import Protocol
 
-from .text import Text
+from .text import Needle, Text
 
 _BARE_CR = re.compile(r"\r(?!\n)")
 _BARE_CR_BYTES = re.compile(rb"\r(?!\n)")
@@ -38,15 +38,16 @@ class NewlineLines:
     def __init__(self, text: Text) -> None:
         self.text = text
         self.is_bytes = not isinstance(text, str)
-        self._nl = b"\n" if self.is_bytes else "\n"
+        self._nl: Needle = b"\n" if self.is_bytes else "\n"
         #: Offsets of the bare `\r`s, and for each the number of `\n` before it.
         self._crs = array("q")
         self._nl_before = array("q")
-        if text.find(b"\r" if self.is_bytes else "\r") < 0:
+        cr: Needle = b"\r" if self.is_bytes else "\r"
+        if text.find(cr) < 0:
             return
-        pattern = _BARE_CR_BYTES if self.is_bytes else _BARE_CR
+        matches = _BARE_CR.finditer(text) if isinstance(text, str) else _BARE_CR_BYTES.finditer(text)
         newlines, counted_to = 0, 0
-        for match in pattern.finditer(text):
+        for match in matches:
             offset = match.start()
             newlines += self._count_newlines(counted_to, offset)
             counted_to = offset
@@ -110,6 +111,7 @@ class NewlineLines:
         return self.text.rfind(self._nl, 0, offset) + 1
 
     def _code_points(self, start: int, end: int) -> int:
-        if not self.is_bytes:
+        text = self.text
+        if isinstance(text, str):
             return end - start
-        return len(bytes(self.text[start:end]).decode("utf-8", "replace"))
+        return len(bytes(text[start:end]).decode("utf-8", "replace"))

@@ -121,7 +121,7 @@ def _pieces(index: LogIndex, begin: int) -> Iterator[tuple[int, Any]]:
     """(offset, piece) covering text[begin:]: the bytes as one zero-copy view; a str in pieces
     that end after a `\n` (no literal spans one)."""
     text = index.text
-    if index.is_bytes:
+    if not isinstance(text, str):
         yield begin, memoryview(text)[begin:] if begin else text
         return
     start = begin
@@ -203,12 +203,13 @@ def _tool_scan(
     tool: Tool, index: LogIndex, literals: list[str], begin: int
 ) -> list[tuple[int, int | None]] | None:
     text = index.text
-    if not index.is_bytes and index.has_line_table:
+    segment: bytes | None
+    if isinstance(text, str) and index.has_line_table:
         # An editor's text with its line table: the tool's line numbers give the offsets, so
         # the text is piped a piece at a time and no byte offset needs converting.
         output = _run_tool(tool, literals, None, _utf8_pieces(text, begin))
         return None if output is None else _rows_by_line(index, output, begin)
-    if index.is_bytes:
+    if not isinstance(text, str):
         direct = index.path is not None and begin == 0
         segment = None if direct else bytes(text[begin:])
         output = _run_tool(tool, literals, index.path if direct else None, segment)
@@ -219,7 +220,7 @@ def _tool_scan(
         return None
     first_line = index.line_of(begin) if begin else 0
     # In a str index, byte offsets become code-point offsets (free when the text is ASCII).
-    convert = not index.is_bytes and not text.isascii()
+    convert = isinstance(text, str) and not text.isascii()
     found: list[tuple[int, int | None]] = []
     byte_pos, pos = 0, begin
     for row in output.split(b"\n"):
@@ -231,7 +232,7 @@ def _tool_scan(
             line_no, byte_offset = int(number) - 1, int(offset)
         except ValueError:
             return None
-        if convert:
+        if convert and segment is not None:  # (a str text is always piped as a segment)
             pos += len(segment[byte_pos:byte_offset].decode("utf-8", "replace"))
         else:
             pos = begin + byte_offset

@@ -19,10 +19,14 @@ import re
 from array import array
 from collections.abc import Iterator, Sequence
 from itertools import accumulate
+from typing import Any
 
 #: What the index can read: an editor's text, a file's bytes, or a file mapped into memory.
 Buffer = bytes | mmap.mmap
 Text = str | Buffer
+#: What is searched for in a `Text`: a `str` in a `str`, `bytes` in the others. The pairing is
+#: each index's invariant (`LogIndex._lit`), which a union cannot say: hence `Any`.
+Needle = Any
 
 ESCAPE = "\x1b"
 _ANSI = re.compile(
@@ -87,6 +91,16 @@ def strip_ansi(line: str) -> tuple[str, list[int] | None]:
     return "".join(pieces), colmap
 
 
+def extends(text: Text, old: Text) -> bool:
+    """Whether `text` is `old` with more appended: both a `str`, or both `bytes` (a mapped file is
+    never compared: reading it whole would defeat the mapping)."""
+    if isinstance(text, str):
+        return isinstance(old, str) and len(text) >= len(old) and text.startswith(old)
+    if isinstance(text, bytes):
+        return isinstance(old, bytes) and len(text) >= len(old) and text.startswith(old)
+    return False
+
+
 class LogIndex:
     """Maps between offsets in the text and LSP line numbers; reads lines by number.
 
@@ -98,6 +112,9 @@ class LogIndex:
         self.text = text
         self.path = path
         self.is_bytes = not isinstance(text, str)
+        self._nl: Needle
+        self._cr: Needle
+        self._crlf: Needle
         self._nl, self._cr, self._crlf = (b"\n", b"\r", b"\r\n") if self.is_bytes else ("\n", "\r", "\r\n")
         if has_cr is None:  # (known already when the text extends an indexed one)
             has_cr = text.find(self._cr) >= 0  # (`in` is a slow item-by-item scan on mmap)
@@ -127,7 +144,7 @@ class LogIndex:
         return self._has_escape
 
     # -- searching ----------------------------------------------------------------------------
-    def _lit(self, literal: str) -> str | bytes:
+    def _lit(self, literal: str) -> Needle:
         if not self.is_bytes:
             return literal
         encoded = self._literals.get(literal)
@@ -143,13 +160,14 @@ class LogIndex:
 
     def slice(self, start: int, end: int) -> str:
         """text[start:end] as a str (decoded from UTF-8 when the index holds bytes)."""
-        if not self.is_bytes:
-            return self.text[start:end]
+        text = self.text
+        if isinstance(text, str):
+            return text[start:end]
         # A cut inside a line (a length limit) must not split a UTF-8 sequence: back off to the
         # sequence's first byte, or the partial character would read as invalid UTF-8.
-        while start < end < len(self.text) and self.text[end] & 0xC0 == 0x80:
+        while start < end < len(text) and text[end] & 0xC0 == 0x80:
             end -= 1
-        piece = self.text[start:end]
+        piece = text[start:end]
         decoded = bytes(piece).decode("utf-8", "replace")
         if self.invalid_utf8_line is None and "\ufffd" in decoded and b"\xef\xbf\xbd" not in piece:
             self.invalid_utf8_line = self.line_of(start)
@@ -246,8 +264,7 @@ class LogIndex:
             or previous is None
             or isinstance(text, str) == previous.is_bytes
             or isinstance(text, mmap.mmap)
-            or len(text) < len(previous.text)
-            or not text.startswith(previous.text)
+            or not extends(text, previous.text)
         ):
             index = cls(text)
             index._build()
@@ -265,7 +282,7 @@ class LogIndex:
         if previous._has_escape is not None:
             index._has_escape = previous._has_escape or tail.has_escape
         starts = array("q", old[:cut])
-        starts.extend(resume + s for s in tail._starts)
+        starts.extend(resume + s for s in tail._build())
         index._starts = starts
         return index
 
@@ -275,8 +292,10 @@ class LogIndex:
             starts = array("q", [0])
             if self.has_cr:
                 text = bytes(self.text) if isinstance(self.text, mmap.mmap) else self.text
-                pattern = rb"\r\n|\r|\n" if self.is_bytes else r"\r\n|\r|\n"
-                starts.extend(m.end() for m in re.finditer(pattern, text))
+                if isinstance(text, str):
+                    starts.extend(m.end() for m in re.finditer(r"\r\n|\r|\n", text))
+                else:
+                    starts.extend(m.end() for m in re.finditer(rb"\r\n|\r|\n", text))
             else:
                 self._extend_starts(starts)
             self._starts = starts
@@ -406,6 +425,7 @@ class LineWindow:
         self.literals = literals
         self.reached_end = False
         self.at_last_line = False  # the line just yielded is the text's last (it may be cut)
+        self._known = (start, line)  # (offset, number) of the last line numbered
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         if self.limit <= 0 or self.start > len(self.index.text):
@@ -426,7 +446,7 @@ class LineWindow:
                 return
             pos, number = index._after_break(end), number + 1
 
-    def _next_hit(self, needles: list[str | bytes], pos: int, end: int) -> int:
+    def _next_hit(self, needles: list[Needle], pos: int, end: int) -> int:
         """The first offset in [pos, end) where one of `needles` starts, or -1."""
         text = self.index.text
         hits = [h for needle in needles if (h := text.find(needle, pos, end + len(needle) - 1)) >= 0]

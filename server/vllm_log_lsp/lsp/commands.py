@@ -40,10 +40,10 @@ def resolve_target(arg: Any) -> tuple[Path, str]:
     if not isinstance(arg, str) or not arg:
         raise ValueError(f"{ANALYZE_FILE} expects a file path or a file: URI, got {arg!r}")
     if arg.startswith("file:"):
-        path = uris.to_fs_path(arg)
-        if path is None:
+        fs_path = uris.to_fs_path(arg)
+        if fs_path is None:
             raise ValueError(f"not a file URI: {arg}")
-        return Path(path), arg
+        return Path(fs_path), arg
     path = Path(arg).expanduser().resolve()
     return path, uris.from_fs_path(str(path)) or path.as_uri()
 
@@ -105,12 +105,13 @@ async def _current_result(server: VllmLogServer, state: DocumentState | None) ->
 async def report_html(server: VllmLogServer, arg: Any) -> str:
     """`vllmLog.report`: the HTML report of an open log (its synced text), else of a file on disk."""
     loop = asyncio.get_running_loop()
-    uri = arg.get("uri") if isinstance(arg, dict) else arg
-    state = server.documents.get(uri) if isinstance(uri, str) else None  # also `untitled:` documents
+    named = arg.get("uri") if isinstance(arg, dict) else arg
+    state = server.documents.get(named) if isinstance(named, str) else None  # also `untitled:` ones
     if state is None:
         path, uri = resolve_target(arg)
         state = server.documents.get(uri)
     else:
+        uri = state.uri
         path = Path(uris.to_fs_path(uri) or uri)
     result = await _current_result(server, state)
     if result is None or result.skipped_reason:

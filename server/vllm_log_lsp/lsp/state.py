@@ -26,7 +26,7 @@ from functools import cached_property
 from ..core.analyze import Analyzer
 from ..core.model import Analysis, Finding
 from ..core.outline import RunOutline
-from ..core.text import LogIndex
+from ..core.text import LogIndex, Text
 from .positions import ClientLines
 from .settings import Settings
 
@@ -45,7 +45,8 @@ class AnalysisResult:
     document: LogIndex | None = None
 
     @property
-    def text(self) -> str:
+    def text(self) -> Text:
+        """What was analysed: a synced document's text, or a file's bytes (`vllmLog.analyzeFile`)."""
         return self.index.text
 
     def line_text(self, line: int) -> str:
