@@ -23,7 +23,6 @@ from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
 from .core.linebreaks import NewlineLines
 from .core.model import Analysis
 from .core.source import LogReadError, LogSource, open_log
-from .core.text import LogIndex
 from .report.json_report import INTERNAL_ERROR, NO_BARE_CR, error_json, file_json, shown_name
 from .report.text import Style, render_text
 
@@ -159,16 +158,15 @@ def check_file(
     except LogReadError as err:
         return FileOutcome(error_json(name, str(err)), errors=[f"vllm-log-lsp: error: {err}"], size=size)
     try:
-        index = LogIndex(source.data, source.plain_path)
-        analysis = Analyzer(catalog).analyze(
-            source.data, tuple(source.warnings), source.plain_path, index=index
-        )
+        analyzer = Analyzer(catalog)
+        analysis = analyzer.analyze(source.data, tuple(source.warnings), source.plain_path)
         if hook is not None:
             hook(path, source, analysis)
         has_lines = analysis.findings or (analysis.health is not None and analysis.health.series)
         numbering = analysis.source_map or (NewlineLines(source.data) if has_lines else NO_BARE_CR)
-        # A JSON-format log is analysed through its transcript: its lines are the transcript's.
-        lines_read = index if analysis.source_map is None else LogIndex(analysis.source_map.text)
+        # The lines the analysis read (a JSON-format log's are its transcript's).
+        lines_read = analyzer.index
+        assert lines_read is not None  # (it has analysed the file)
         entry = file_json(name, analysis, numbering, lines_read)
         text = render_text(name, analysis, Style(options.colour), numbering) if options.text else None
     except HookError:

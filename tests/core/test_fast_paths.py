@@ -221,6 +221,27 @@ def test_growing_in_parts_equals_the_whole(name: str, ending: str) -> None:
         assert grown.findings == analyze(text).findings
 
 
+@pytest.mark.parametrize("name", ["007.log", "032.log"])
+@pytest.mark.parametrize("ending", ["\n", "\r\n"])
+def test_the_analyzer_keeps_one_line_table_of_a_growing_log(name: str, ending: str) -> None:
+    """With `line_table`, the analyzer's own index (the one the language server publishes) has
+    the whole text's line table after every step, extended from the last one, and the analysis
+    is the one of the whole text."""
+    from vllm_log_lsp.core.analyze import Analyzer, analyze
+
+    text = read_log(CRASH / name).replace("\n", ending)
+    analyzer = Analyzer()
+    step = max(1, len(text) // 4)
+    for end in range(step, len(text) + step, step):
+        part = text[: min(end, len(text))]
+        analysis = analyzer.analyze(part, line_table=True)
+        index = analyzer.index
+        assert index is not None and index.text is part and index.has_line_table
+        assert list(index._build()) == list(LogIndex.following(part, None)._build())
+        assert analyzer.document is None  # a plain log has no transcript
+    assert analysis.findings == analyze(text).findings
+
+
 @FAST
 @given(texts, st.lists(st.integers(-2, 40), max_size=6), st.sampled_from([0, 1, 3, 256]))
 def test_line_start_near_a_known_line_equals_the_table(text: str, lines: list[int], walk: int) -> None:

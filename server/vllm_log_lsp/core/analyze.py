@@ -76,36 +76,51 @@ class Analyzer:
         # (recognising them is the costly part of grouping a long log's deaths).
         self._unwrapped: dict[int, tuple[Candidate, Candidate]] = {}
         self._transcriber: Transcriber | None = None  # a JSON log's, kept while it grows
+        self._document: LogIndex | None = None
+
+    @property
+    def index(self) -> LogIndex | None:
+        """The line index of the text last analysed (of its transcript, for a JSON log)."""
+        return self._index
+
+    @property
+    def document(self) -> LogIndex | None:
+        """The JSON log's own line index, when the text last analysed was one (with
+        `line_table`; `index` is then its transcript's)."""
+        return self._document
 
     def analyze(
-        self,
-        text: Text,
-        warnings: tuple[str, ...] = (),
-        path: str | None = None,
-        index: LogIndex | None = None,
+        self, text: Text, warnings: tuple[str, ...] = (), path: str | None = None, *, line_table: bool = False
     ) -> Analysis:
-        """Analyse `text`; `index`, when given, is an index of exactly this text (the language
-        server builds its line table first and shares it). vLLM's JSON log format is analysed
-        through its transcript: the result's `source_map` maps its lines back to `text`."""
-        if looks_like_json_log(text):
-            return self._analyze_json(text, warnings)
-        self._transcriber = None
-        return self._analyze_plain(text, warnings, path, index)
+        """Analyse `text` (`path`: the file holding exactly it, for the pre-filter). vLLM's JSON
+        log format is analysed through its transcript: the result's `source_map` maps its lines
+        back to `text`.
 
-    def _analyze_json(self, text: Text, warnings: tuple[str, ...]) -> Analysis:
+        `line_table`: build the whole line table first, extending the previous text's when `text`
+        only appends to it (a growing log costs its appended part). The language server's
+        features then read lines by number from `index` without counting; the analysis numbers
+        lines by lookup too.
+        """
+        if looks_like_json_log(text):
+            self._document = LogIndex.following(text, self._document, path) if line_table else None
+            return self._analyze_json(text, warnings, line_table)
+        self._transcriber = self._document = None
+        return self._analyze_plain(text, warnings, self._index_of(text, path, line_table))
+
+    def _index_of(self, text: Text, path: str | None, line_table: bool) -> LogIndex:
+        return LogIndex.following(text, self._index, path) if line_table else LogIndex(text, path)
+
+    def _analyze_json(self, text: Text, warnings: tuple[str, ...], line_table: bool) -> Analysis:
         """A JSON log: its plain transcript analysed, positions mapped back (see `jsonlog`)."""
         if not isinstance(text, str):
             warnings = warnings + _encoding_warnings(LogIndex(text))
             text = bytes(text).decode("utf-8", "replace")
         self._transcriber = self._transcriber or Transcriber()
         lines = self._transcriber.transcribe(text).snapshot()
-        analysis = self._analyze_plain(lines.text, warnings, None, None)
+        analysis = self._analyze_plain(lines.text, warnings, self._index_of(lines.text, None, line_table))
         return replace(analysis, source_map=lines)
 
-    def _analyze_plain(
-        self, text: Text, warnings: tuple[str, ...], path: str | None, index: LogIndex | None
-    ) -> Analysis:
-        index = index if index is not None else LogIndex(text, path)
+    def _analyze_plain(self, text: Text, warnings: tuple[str, ...], index: LogIndex) -> Analysis:
         scan, start = self._reusable_scan(text, index)
         if start == 0:
             self._prefix = learn_outer_prefix(raw for _, raw in index.iter_lines_from(0, 0, _LEARN_LINES))

@@ -254,10 +254,10 @@ class LogIndex:
         return end
 
     @classmethod
-    def following(cls, text: str | bytes, previous: LogIndex | None) -> LogIndex:
+    def following(cls, text: Text, previous: LogIndex | None, path: str | None = None) -> LogIndex:
         """An index of `text` with its full line table built, reusing `previous`'s table when
         `text` only appends to the text `previous` indexed (a growing log): the cost is then
-        that of the appended part, not of the whole text."""
+        that of the appended part, not of the whole text. `path`: as for the constructor."""
         old = previous._starts if previous is not None else None
         if (
             old is None
@@ -266,7 +266,7 @@ class LogIndex:
             or isinstance(text, mmap.mmap)
             or not extends(text, previous.text)
         ):
-            index = cls(text)
+            index = cls(text, path)
             index._build()
             return index
         # Keep every start before the old last line (its end may have moved) and rescan from it;
@@ -278,7 +278,7 @@ class LogIndex:
         tail = cls(text[resume:])
         tail._build()
         # What the old text held, it still holds: only the tail is searched.
-        index = cls(text, has_cr=previous.has_cr or tail.has_cr)
+        index = cls(text, path, has_cr=previous.has_cr or tail.has_cr)
         if previous._has_escape is not None:
             index._has_escape = previous._has_escape or tail.has_escape
         starts = array("q", old[:cut])

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
@@ -45,13 +44,10 @@ def compute(
     text: str,
     version: int | None,
     settings: Settings,
-    warnings: tuple[str, ...] = (),
-    enforce_limit: bool = True,
-    previous: LogIndex | None = None,
     newline_only: bool = False,
 ) -> AnalysisResult:
     """The worker-thread part: analyse, and index lines so features can read them for free."""
-    if enforce_limit and len(text) > settings.max_file_chars:
+    if len(text) > settings.max_file_chars:
         index = LogIndex(text[:0])
         reason = (
             f"Not analysed: this log is {len(text) / 1048576:.0f} MB, over the "
@@ -60,13 +56,18 @@ def compute(
         )
         empty = Analysis(findings=(), precursors=(), runs=(), line_count=0)
         return AnalysisResult(version, index, empty, settings, skipped_reason=reason)
-    # Build the line table here, off the event loop (a growing log extends the previous one),
-    # before the analysis, which then numbers lines by lookup instead of by counting.
-    index = LogIndex.following(text, previous)
-    analysis = analyzer.analyze(text, warnings or input_warnings(text), index=index)
-    document = None
-    if analysis.source_map is not None:  # a JSON log: features read the transcript's lines
-        index, document = LogIndex(analysis.source_map.text), index
+    # The analyzer builds the line table first, off the event loop (a growing log extends the
+    # previous one); the analysis then numbers lines by lookup instead of by counting.
+    analysis = analyzer.analyze(text, input_warnings(text), line_table=True)
+    return result_of(analyzer, version, analysis, settings, newline_only)
+
+
+def result_of(
+    analyzer: Analyzer, version: int | None, analysis: Analysis, settings: Settings, newline_only: bool
+) -> AnalysisResult:
+    """The result of `analyzer`'s last analysis, with its client lines built (in the worker)."""
+    index, document = analyzer.index, analyzer.document
+    assert index is not None  # (it has analysed something)
     result = AnalysisResult(version, index, analysis, settings, newline_only=newline_only, document=document)
     result.lines  # noqa: B018 -- built here, off the event loop, like the line table
     return result
@@ -111,14 +112,9 @@ class Pipeline:
             token = await self._begin_progress(state, text)
             try:
                 loop = asyncio.get_running_loop()
-                previous = state.result.document or state.result.index if state.result is not None else None
+                newline_only = self.server.newline_only_lines
                 result = await loop.run_in_executor(
-                    self.executor,
-                    partial(compute, previous=previous, newline_only=self.server.newline_only_lines),
-                    state.analyzer,
-                    text,
-                    version,
-                    settings,
+                    self.executor, compute, state.analyzer, text, version, settings, newline_only
                 )
             except Exception as err:
                 log_to_client(
