@@ -1,14 +1,18 @@
 """`vllmLog.analyzeFile` opens files as `check` does (`core.source.open_log`): rotated gzip logs
-and UTF-16 are read, a FIFO or binary data is an error response, never a hang or "healthy"."""
+and UTF-16 are read, a FIFO or binary data is an error response, never a hang or "healthy"; and it
+analyses them as `check` does (the bytes, the pre-filter reading the file, lazy decoding)."""
 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 from pathlib import Path
 
 import pytest
 from lsprotocol import types
+
+from support import run_cli
 
 from .conftest import fixture_path
 
@@ -45,3 +49,25 @@ async def test_special_and_binary_files_are_error_responses(client, tmp_path: Pa
     for path, reason in ((fifo, "a FIFO"), (binary, "binary data")):
         with pytest.raises(Exception, match=reason):
             await analyze_file(client, path)
+
+
+async def test_analyze_file_reads_and_analyses_as_check_does(client, tmp_path: Path):
+    """The same file gives the same deaths and the same input warnings (invalid UTF-8 is found in
+    the file's bytes, as `check` finds it), also past the size from which `open_log` maps files."""
+    base = fixture_path("crash-038.log").read_bytes()
+    variants = {
+        "invalid-utf8.log": base.replace(b"INFO", b"INFO \xff\xfe", 1),
+        "crlf.log": base.replace(b"\n", b"\r\n"),
+        "bom.log": b"\xef\xbb\xbf" + base,
+        "mapped.log": base + b"INFO 05-02 13:40:00 [loggers.py:1] Engine 000: idle\n" * 40_000,
+    }
+    for name, data in variants.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        summary = await analyze_file(client, path)
+        [checked] = json.loads(run_cli("check", "--format", "json", str(path)).stdout)["files"]
+        assert summary["warnings"] == checked["warnings"], name
+        deaths = [(i["root_cause"]["line"], i["root_cause"]["cause"]) for i in checked["incidents"]]
+        assert [(f["line"], f["ruleId"]) for f in summary["findings"]] == deaths, name
+        assert deaths, name
+    assert any("UTF-8" in w for w in (await analyze_file(client, tmp_path / "invalid-utf8.log"))["warnings"])

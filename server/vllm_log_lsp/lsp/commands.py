@@ -10,6 +10,7 @@ summary. A document the editor already syncs is analysed from its synced text in
 from __future__ import annotations
 
 import asyncio
+import mmap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,10 +21,10 @@ from ..core.catalog import Catalog
 from ..core.phase import phase_title
 from ..core.precursors import collapse_precursors
 from ..core.source import open_log
-from ..core.text import decode_log
 from ..report.html import render_report
-from .pipeline import compute
+from .pipeline import result_of
 from .safety import guarded
+from .settings import Settings
 from .state import AnalysisResult, DocumentState
 
 if TYPE_CHECKING:
@@ -81,18 +82,21 @@ def summary(uri: str, result: AnalysisResult) -> dict[str, Any]:
 
 
 def _read_and_analyze(
-    server: VllmLogServer, path: Path, settings, catalog: Catalog
-) -> tuple[str, AnalysisResult]:
-    # The CLI's safe opening: regular files only, compressed and UTF-16 logs decoded, binary refused.
+    server: VllmLogServer, path: Path, settings: Settings, catalog: Catalog
+) -> AnalysisResult:
+    """`check`'s reading of a log (`open_log`: regular files only, large ones mapped, compressed
+    and UTF-16 ones decoded, binary refused) and its analysis of the bytes: the pre-filter reads
+    the file itself and only the lines read are decoded. Whatever its size: an explicit request
+    (the limit guards automatic analysis)."""
     source = open_log(str(path))
-    text, decoding = decode_log(bytes(source.data))
-    warnings = list(dict.fromkeys(source.warnings + decoding))
-    # An explicit request: analyse whatever the size (the limit guards automatic analysis).
+    # The editor keeps showing the file: a mapping would break if it shrank (a rotated log), so
+    # the bytes are copied once; the pre-filter still reads the file (`plain_path`).
+    data = source.data if isinstance(source.data, bytes) else bytes(source.data)
+    if isinstance(source.data, mmap.mmap):
+        source.data.close()
     analyzer = Analyzer(catalog)
-    newline_only = server.newline_only_lines
-    return text, compute(
-        analyzer, text, None, settings, tuple(warnings), enforce_limit=False, newline_only=newline_only
-    )
+    analysis = analyzer.analyze(data, tuple(source.warnings), source.plain_path, line_table=True)
+    return result_of(analyzer, None, analysis, settings, server.newline_only_lines)
 
 
 async def _current_result(server: VllmLogServer, state: DocumentState | None) -> AnalysisResult | None:
@@ -119,7 +123,7 @@ async def report_html(server: VllmLogServer, arg: Any) -> str:
             raise FileNotFoundError(f"{REPORT}: no such file: {path}")
         settings = server.settings.for_uri(uri)
         catalog = await server.catalogs.for_uri(uri)
-        _, result = await loop.run_in_executor(
+        result = await loop.run_in_executor(
             server.pipeline.executor, _read_and_analyze, server, path, settings, catalog
         )
     return await loop.run_in_executor(
@@ -149,14 +153,14 @@ def register(server: VllmLogServer) -> None:
         settings = server.settings.for_uri(uri)
         catalog = await server.catalogs.for_uri(uri)
         loop = asyncio.get_running_loop()
-        text, result = await loop.run_in_executor(
+        result = await loop.run_in_executor(
             server.pipeline.executor, _read_and_analyze, server, path, settings, catalog
         )
         state = DocumentState(
             uri=uri,
             language_id="vllm-log",
             version=None,
-            text=text,
+            text="",  # never decoded whole: the features read `result.index`
             served=True,
             settings=settings,
             folder=server.folder_of(uri),
