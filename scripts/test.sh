@@ -14,5 +14,7 @@ done
 echo "==> ruff"
 ruff check server tests benchmarks grammars
 ruff format --check server tests benchmarks grammars
+echo "==> mypy"
+mypy
 echo "==> pytest"
 exec python -m pytest "$@"
