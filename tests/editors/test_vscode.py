@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from support import HOVER_FIRST_SCREEN_LINES, MAX_QUICK_FIXES, unavailable
+from vllm_log_lsp.lsp.settings import CLIENT_ONLY_KEYS, SECTION, contributed_properties
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "vscode-client"
@@ -114,17 +115,8 @@ def test_vsix_manifest(vsix_tree: Path):
         "vllmLog.showReport",
     }
     props = contributes["configuration"]["properties"]
-    for key in (
-        "vllmLog.interpreter",
-        "vllmLog.serverArgs",
-        "vllmLog.diagnostics.precursors",
-        "vllmLog.diagnostics.severityOverrides",
-        "vllmLog.rules.extraFiles",
-        "vllmLog.maxFileSizeMB",
-        "vllmLog.launchScripts.include",
-        "vllmLog.launchScripts.exclude",
-        "vllmLog.trace.server",
-    ):
+    # Every setting the server reads (settings.py is their one source) and the client's own ones.
+    for key in [*contributed_properties(), *(f"{SECTION}.{k}" for k in CLIENT_ONLY_KEYS)]:
         assert key in props, key
         assert props[key].get("markdownDescription") or props[key].get("description"), key
     assert props["vllmLog.diagnostics.precursors"]["default"] is True

@@ -22,31 +22,142 @@ SEVERITY_NAMES = ("error", "warning", "information", "hint")
 _FOLDER_KEYS = ("workspace", "workspaceFolder", "folder", "uri")
 
 
+#: The largest document size limit accepted (MB): beyond any log an editor can hold, and small enough
+#: that the limit in characters stays an ordinary integer (1e308 MB overflowed every analysis).
+MAX_FILE_SIZE_MB = 100_000.0
+MAX_DEBOUNCE_MS = 60_000
+
+
+def _setting(key: str, description: str, **schema: Any) -> dict[str, Any]:
+    """Field metadata: the setting's JSON name, its description for users (markdown), and the
+    JSON schema of its value beyond the default (`type`, bounds): all the client declares."""
+    return {"key": key, "description": description, "schema": schema}
+
+
+_STRINGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+
+
 @dataclass(frozen=True)
 class Settings:
-    """Effective settings for one document. Field metadata `key` is the setting's JSON name."""
+    """Effective settings for one document: the one source of the server's settings (the VS Code
+    client's `package.json` is generated from it by `scripts/sync_settings.py`)."""
 
-    #: Show precursors (lines that explain a later death) as Information diagnostics.
-    precursors: bool = field(default=True, metadata={"key": "diagnostics.precursors"})
-    #: Rule id, or `symptom` / `precursor`, → `error|warning|information|hint`.
-    severity_overrides: Mapping[str, str] = field(
-        default_factory=dict, metadata={"key": "diagnostics.severityOverrides"}
+    precursors: bool = field(
+        default=True,
+        metadata=_setting(
+            "diagnostics.precursors",
+            "Also report precursors: earlier lines that explain the later death (such as negative "
+            "available KV-cache memory), as Information diagnostics linked to the root cause.",
+            type="boolean",
+        ),
     )
-    #: User rule files (TOML, same schema as the built-in catalog), tried before built-in rules.
-    extra_rule_files: tuple[str, ...] = field(default=(), metadata={"key": "rules.extraFiles"})
-    #: Documents bigger than this (in MB of text) are not analysed; one diagnostic says so.
-    max_file_size_mb: float = field(default=200.0, metadata={"key": "maxFileSizeMB"})
-    #: Globs of launch scripts the quick fixes may edit (used by the code-action feature).
-    launch_include: tuple[str, ...] = field(default=(), metadata={"key": "launchScripts.include"})
-    launch_exclude: tuple[str, ...] = field(default=(), metadata={"key": "launchScripts.exclude"})
-    #: Whether commands in documentation (README.md, .rst, .txt …) count as launch scripts.
-    launch_docs: bool = field(default=False, metadata={"key": "launchScripts.includeDocs"})
-    #: Quiet time after an edit before the document is analysed again.
-    debounce_ms: int = field(default=300, metadata={"key": "debounceMs"})
+    severity_overrides: Mapping[str, str] = field(
+        default_factory=dict,
+        metadata=_setting(
+            "diagnostics.severityOverrides",
+            "Change the severity of diagnostics by rule id, or for all symptoms (`symptom`) or "
+            'precursors (`precursor`), e.g. `{ "cuda-oom": "warning", "precursor": "hint" }`.',
+            type="object",
+            additionalProperties={"type": "string", "enum": list(SEVERITY_NAMES)},
+        ),
+    )
+    extra_rule_files: tuple[str, ...] = field(
+        default=(),
+        metadata=_setting(
+            "rules.extraFiles",
+            "Additional cause-rule files (TOML, same format as the built-in catalog). Relative paths "
+            "are resolved against the workspace folder; a folder's files apply to the logs in that "
+            "folder. Only regular files up to 1 MB are read. In Restricted Mode only the value from "
+            "your user settings is used.",
+            **_STRINGS,
+        ),
+    )
+    max_file_size_mb: float = field(
+        default=200.0,
+        metadata=_setting(
+            "maxFileSizeMB",
+            "Logs larger than this (in MB) are not analysed automatically. Note that VS Code itself "
+            "never hands files over 50 MB to extensions: use **vLLM Log: Analyze Log File from "
+            "Disk…** for those.",
+            type="number",
+            exclusiveMinimum=0,
+            maximum=MAX_FILE_SIZE_MB,
+        ),
+    )
+    launch_include: tuple[str, ...] = field(
+        default=(),
+        metadata=_setting(
+            "launchScripts.include",
+            "Glob patterns (relative to the workspace folder) of launch scripts where quick fixes "
+            "may edit vLLM flags: shell scripts, compose files, Kubernetes manifests, Dockerfiles, "
+            "Python. Empty: the server's built-in patterns.",
+            **_STRINGS,
+        ),
+    )
+    launch_exclude: tuple[str, ...] = field(
+        default=(),
+        metadata=_setting(
+            "launchScripts.exclude",
+            "Glob patterns of files never searched for launch scripts (version-control folders, "
+            "virtual environments, `node_modules` and build output are never searched anyway).",
+            **_STRINGS,
+        ),
+    )
+
+    launch_docs: bool = field(
+        default=False,
+        metadata=_setting(
+            "launchScripts.includeDocs",
+            "Also treat commands in documentation (fenced shell blocks in Markdown, `.rst`, `.adoc`, "
+            "`.txt`) as launch scripts that quick fixes may edit. Off: a README's example command "
+            "is never edited.",
+            type="boolean",
+        ),
+    )
+    debounce_ms: int = field(
+        default=300,
+        metadata=_setting(
+            "debounceMs",
+            "Quiet time (milliseconds) after an edit before the log is analysed again.",
+            type="number",
+            minimum=0,
+            maximum=MAX_DEBOUNCE_MS,
+        ),
+    )
 
     @property
     def max_file_chars(self) -> int:
         return int(self.max_file_size_mb * 1024 * 1024)
+
+
+#: Settings only the VS Code client reads (how it starts the server, protocol tracing): declared
+#: by hand in its `package.json`; the server ignores them.
+CLIENT_ONLY_KEYS = ("interpreter", "serverArgs", "trace.server")
+
+
+def contributed_properties() -> dict[str, dict[str, Any]]:
+    """The server's settings as VS Code's `contributes.configuration.properties` declares them."""
+    properties: dict[str, dict[str, Any]] = {}
+    for f in fields(Settings):
+        meta = f.metadata
+        default = getattr(Settings(), f.name)
+        properties[f"{SECTION}.{meta['key']}"] = {
+            **{name: _json(value) for name, value in meta["schema"].items()},
+            "default": _json(default),
+            "scope": "resource",  # per workspace folder
+            "markdownDescription": meta["description"],
+        }
+    return properties
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -74,12 +185,6 @@ def _bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
     raise _Bad(f"expected true or false, got {value!r}")
-
-
-#: The largest document size limit accepted (MB): beyond any log an editor can hold, and small enough
-#: that the limit in characters stays an ordinary integer (1e308 MB overflowed every analysis).
-MAX_FILE_SIZE_MB = 100_000.0
-MAX_DEBOUNCE_MS = 60_000
 
 
 def _number_between(value: Any, low: float, high: float, what: str, low_open: bool = False) -> float:
