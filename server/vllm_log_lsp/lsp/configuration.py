@@ -1,7 +1,7 @@
 """Settings from `initializationOptions` and `workspace/didChangeConfiguration`.
 
-On every change the effective settings of each document are recomputed and every log is analysed
-again. Each document gets the catalog of its own rule files (`rules.extraFiles` of its folder,
+On every change the features are told (`server.on_settings_changed`): the pipeline recomputes
+each document's effective settings and analyses every log again. Each document gets the catalog of its own rule files (`rules.extraFiles` of its folder,
 relative paths resolved against that folder): a folder's rules never apply to another folder's logs.
 Catalogs are loaded in a worker thread, never on the event loop (a FIFO, 10,000 rules), once per
 set of files; their errors and warnings are shown, naming file:line.
@@ -105,8 +105,9 @@ def show_errors(server: VllmLogServer, errors: list[str], kind=types.MessageType
         log_to_client(server, message, kind)
 
 
-async def apply_settings(server: VllmLogServer, raw: Any, *, reanalyse: bool = True) -> None:
-    """Parse and apply a settings payload; report bad keys; start loading the rule files."""
+async def apply_settings(server: VllmLogServer, raw: Any) -> None:
+    """Parse and apply a settings payload; report bad keys; start loading the rule files; tell
+    the features (`server.on_settings_changed`)."""
     settings, errors = parse_settings(raw)
     show_errors(server, errors)
     server.settings = settings
@@ -115,14 +116,7 @@ async def apply_settings(server: VllmLogServer, raw: Any, *, reanalyse: bool = T
     server.catalogs.forget_unused(in_use)  # a file named again is read again: it may have changed
     for files in in_use:
         server.catalogs.get(files)
-    for state in server.documents:
-        state.settings = settings.for_uri(state.uri)
-        if not (reanalyse and state.served) or state.from_disk:
-            if state.from_disk and state.result is not None:
-                server.pipeline.publish(state)
-            continue
-        # Re-analysed rather than re-rendered: the size limit or the catalog may have changed.
-        server.pipeline.schedule(state, delay=0)
+    server.settings_changed()
 
 
 async def pull_settings(server: VllmLogServer) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
 from lsprotocol import types
 
@@ -117,19 +118,40 @@ def folding_ranges(result: AnalysisResult) -> list[types.FoldingRange]:
     ]
 
 
-async def _outline(server: VllmLogServer, state: DocumentState, result: AnalysisResult) -> list[RunOutline]:
-    cached = state.outline_cache
-    if cached is not None and cached[0] is result:
-        return cached[1]
-    loop = asyncio.get_running_loop()
-    outline = await loop.run_in_executor(
-        server.pipeline.executor, build_outline, result.text, result.analysis, server.catalog
-    )
-    state.outline_cache = (result, outline)
-    return outline
+class OutlineCache:
+    """Each document's outline, for the result it was built from (editors ask on every edit and
+    every breadcrumb move); an entry goes with its document, its next result, or new settings."""
+
+    def __init__(self) -> None:
+        self._items: WeakKeyDictionary[DocumentState, tuple[AnalysisResult, list[RunOutline]]] = (
+            WeakKeyDictionary()
+        )
+
+    async def outline(
+        self, server: VllmLogServer, state: DocumentState, result: AnalysisResult
+    ) -> list[RunOutline]:
+        cached = self._items.get(state)
+        if cached is not None and cached[0] is result:
+            return cached[1]
+        loop = asyncio.get_running_loop()
+        outline = await loop.run_in_executor(
+            server.pipeline.executor, build_outline, result.text, result.analysis, server.catalog
+        )
+        self._items[state] = (result, outline)
+        return outline
+
+    def forget(self, state: DocumentState) -> None:
+        self._items.pop(state, None)
+
+    def clear(self) -> None:
+        self._items.clear()
 
 
 def register(server: VllmLogServer) -> None:
+    cache = OutlineCache()
+    server.pipeline.on_published(cache.forget)
+    server.on_settings_changed(cache.clear)
+
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     @guarded(server, empty=[])
     async def document_symbol(params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
@@ -137,7 +159,7 @@ def register(server: VllmLogServer) -> None:
         if state is None or not state.served or state.result is None or state.result.skipped_reason:
             return []
         result = state.result
-        outline = await _outline(server, state, result)
+        outline = await cache.outline(server, state, result)
         return document_symbols(result, outline, server.position_encoding)
 
     @server.feature(types.TEXT_DOCUMENT_FOLDING_RANGE)

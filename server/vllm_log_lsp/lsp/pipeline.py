@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -78,6 +79,25 @@ class Pipeline:
         self.server = server
         # Our own pool: pygls's pool also runs the stdin reader, which must never starve.
         self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vllm-log-analysis")
+        self._published_listeners: list[Callable[[DocumentState], None]] = []
+        server.on_settings_changed(self.settings_changed)
+
+    def on_published(self, listener: Callable[[DocumentState], None]) -> None:
+        """Call `listener(state)` whenever a new result of `state` is published (a feature's
+        cache of the previous one can go)."""
+        self._published_listeners.append(listener)
+
+    def settings_changed(self) -> None:
+        """Each document gets its new settings; every log is analysed again rather than only
+        re-rendered (the size limit or the catalog may have changed); a file analysed from disk
+        is re-rendered (its severities may have changed)."""
+        for state in self.server.documents:
+            state.settings = self.server.settings.for_uri(state.uri)
+            if state.from_disk:
+                if state.result is not None:
+                    self.publish(state)
+            elif state.served:
+                self.schedule(state, delay=0)
 
     # -- scheduling ----------------------------------------------------------------------------
     def schedule(self, state: DocumentState, delay: float | None = None) -> None:
@@ -126,7 +146,8 @@ class Pipeline:
             if not self.is_current(state) or state.version != version:
                 return None  # stale: the newer version's analysis is queued behind this lock
             state.result = result
-            state.outline_cache = None
+            for listener in list(self._published_listeners):
+                listener(state)
             self.publish(state)
             return result
 

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import sys
 import threading
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any, BinaryIO
 
@@ -55,6 +56,7 @@ class VllmLogServer(LanguageServer):
         super().__init__("vllm-log-lsp", __version__, protocol_cls=sync.VllmLogProtocol)
         self.documents = DocumentStore()
         self.settings = SettingsSet()
+        self._settings_listeners: list[Callable[[], None]] = []
         self.catalog: Catalog = builtin_catalog()
         self.catalogs = configuration.Catalogs(self)
         self.pending_messages: list[str] = []
@@ -62,6 +64,18 @@ class VllmLogServer(LanguageServer):
         self.pipeline = Pipeline(self)
         self.launch_index = LaunchIndex(self)
         self.exit_code = 0
+
+    # -- settings ------------------------------------------------------------------------------
+    def on_settings_changed(self, listener: Callable[[], None]) -> None:
+        """Call `listener` after every change of `settings` (in registration order): what
+        depends on settings is kept up to date by its owner (the pipeline re-analyses, the
+        outline drops its cache), not by the module that parsed them."""
+        self._settings_listeners.append(listener)
+
+    def settings_changed(self) -> None:
+        """Tell the listeners that `settings` changed (`configuration.apply_settings` does)."""
+        for listener in list(self._settings_listeners):
+            listener()
 
     # -- what the client negotiated ------------------------------------------------------------
     @property

@@ -25,7 +25,6 @@ from functools import cached_property
 
 from ..core.analyze import Analyzer
 from ..core.model import Analysis, Finding
-from ..core.outline import RunOutline
 from ..core.text import LogIndex, Text
 from .positions import ClientLines
 from .settings import Settings
@@ -81,7 +80,6 @@ class DocumentState:
     analyzer: Analyzer | None = None
     pending: asyncio.Task | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    outline_cache: tuple[AnalysisResult, list[RunOutline]] | None = None
     last_line: tuple[int, int] | None = None  # (number, start) of `text`'s last line, when known
 
 
