@@ -130,9 +130,9 @@ class Settings:
         return int(self.max_file_size_mb * 1024 * 1024)
 
 
-#: Settings only the VS Code client reads (how it starts the server, protocol tracing): declared
-#: by hand in its `package.json`; the server ignores them.
-CLIENT_ONLY_KEYS = ("interpreter", "serverArgs", "trace.server")
+#: Settings only the VS Code client reads (how it starts the server, which files it opens as vLLM
+#: logs, protocol tracing): declared by hand in its `package.json`; the server ignores them.
+CLIENT_ONLY_KEYS = ("interpreter", "serverArgs", "detectLanguage", "trace.server")
 
 
 def contributed_properties() -> dict[str, dict[str, Any]]:
