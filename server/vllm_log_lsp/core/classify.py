@@ -101,12 +101,13 @@ def _events_by_message(scan: Scan) -> dict[str, list[Candidate]]:
     """The scan's events by exact message, in scan order, made once per analysis: a restart loop's
     deaths do not each read every event to find their exception's copies."""
     key = ("events_by_message", len(scan.events))
-    found = scan.cache.get(key)
-    if not isinstance(found, dict):
-        found = {}
-        for cand in scan.events:
-            found.setdefault(cand.event.message, []).append(cand)
-        scan.cache[key] = found
+    cached = scan.cache.get(key)
+    if isinstance(cached, dict):
+        return cached
+    found: dict[str, list[Candidate]] = {}
+    for cand in scan.events:
+        found.setdefault(cand.event.message, []).append(cand)
+    scan.cache[key] = found
     return found
 
 
