@@ -650,25 +650,33 @@ def _promote_named(catalog: Catalog, scan: Scan, choice: RootChoice, run_start: 
         token = subject.rsplit(".", 1)[-1]
         if len(token) < 2 or not re.search(rf"(?<![A-Za-z0-9]){re.escape(token)}(?![A-Za-z0-9])", haystack):
             continue
-        event = ExceptionEvent(
-            line=precursor.line,
-            span=precursor.span,
-            type_name="Warning",
-            message=precursor.text,
-            stream=line.stream,
-            kind="message",
-            process=line.process,
-        )
         why = (
             f"the fatal error on line {root.line + 1} refers to `{subject}`, and this earlier warning says it "
             f"failed ({marker.title.lower()}); the error follows from it"
         )
-        demoted = Considered(
-            root.line, root.text[:200], f"it follows from the warning on line {precursor.line + 1}"
+        return _warning_root(
+            choice, precursor, line, why, f"it follows from the warning on line {precursor.line + 1}"
         )
-        considered = tuple(sorted((*choice.considered, demoted), key=lambda c: c.line))
-        return RootChoice(Candidate(event, tier=0), why, considered, "medium")
     return choice
+
+
+def _warning_root(
+    choice: RootChoice, precursor: Precursor, line: LogLine, why: str, why_not: str
+) -> RootChoice:
+    """`choice` with the warning on `precursor`'s line as its root; the old root is considered."""
+    root = choice.candidate.event
+    event = ExceptionEvent(
+        line=precursor.line,
+        span=precursor.span,
+        type_name="Warning",
+        message=precursor.text,
+        stream=line.stream,
+        kind="message",
+        process=line.process,
+    )
+    demoted = Considered(root.line, root.text[:200], why_not)
+    considered = tuple(sorted((*choice.considered, demoted), key=lambda c: c.line))
+    return RootChoice(Candidate(event, tier=0), why, considered, "medium")
 
 
 # A burst of detail lines (one process's report of one failure, innermost call first): a line
@@ -701,25 +709,14 @@ def promote_details(
         return choice
     burst = _first_burst(markers, details)
     precursor, line = burst[-1]
-    event = ExceptionEvent(
-        line=precursor.line,
-        span=precursor.span,
-        type_name="Warning",
-        message=precursor.text,
-        stream=line.stream,
-        kind="message",
-        process=line.process,
-    )
     marker = markers[precursor.id]
     why = (
         f"the fatal error on line {root.line + 1} only reports the failure; {marker.title.lower()} "
         f"on line {precursor.line + 1}, the first process to report it, says what failed"
     )
-    demoted = Considered(
-        root.line, root.text[:200], f"it reports the failure detailed on line {precursor.line + 1}"
+    return _warning_root(
+        choice, precursor, line, why, f"it reports the failure detailed on line {precursor.line + 1}"
     )
-    considered = tuple(sorted((*choice.considered, demoted), key=lambda c: c.line))
-    return RootChoice(Candidate(event, tier=0), why, considered, "medium")
 
 
 def _first_burst(
