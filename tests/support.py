@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import NoReturn
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CRASH = FIXTURES / "crash"
@@ -91,7 +92,7 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 
 
-def unavailable(reason: str, installer: str):
+def unavailable(reason: str, installer: str) -> NoReturn:
     """Skip a test whose tool is missing, or fail it in CI; `installer` says what installs it."""
     import pytest
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import mmap
-import os
 import shutil
 
 import pytest
 
-from support import CRASH, crash_labels
+from support import CRASH, crash_labels, unavailable
 from vllm_log_lsp.core import prefilter
 from vllm_log_lsp.core.analyze import analyze
 from vllm_log_lsp.core.text import LogIndex
@@ -20,9 +19,7 @@ def tool(kind: str) -> prefilter.Tool:
     """The tool, or a skip (a failure in CI, which installs both)."""
     found = prefilter.search_tool([kind])
     if found is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{kind} is not installed")
-        pytest.skip(f"{kind} is not installed")
+        unavailable(f"{kind} is not installed", "bash scripts/install/05-system.sh")
     return found
 
 
@@ -117,9 +114,7 @@ def test_tools_are_preferred_in_order() -> None:
 def automaton_available() -> None:
     """Skip without ahocorasick-rs (a failure in CI, whose test extra installs it)."""
     if prefilter._automaton(("x",), True) is None:
-        if os.environ.get("CI"):
-            pytest.fail("ahocorasick-rs is not installed")
-        pytest.skip("ahocorasick-rs is not installed")
+        unavailable("ahocorasick-rs is not installed", "bash scripts/install/10-python.sh")
 
 
 CR_TEXTS = ["a\rError\rb\n", "x\r\nError Exception\r\n模型\rError", "Error"]

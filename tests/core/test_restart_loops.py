@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.support import CRASH, CRASH2, CRASH3, read_log
 
+from support import CRASH, CRASH2, CRASH3, read_log
 from vllm_log_lsp.core.analyze import analyze
 from vllm_log_lsp.core.lines import parse_line
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -24,6 +23,8 @@ from pathlib import Path
 
 import pytest
 import regex
+
+from support import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAMMARS = ROOT / "grammars"
@@ -204,10 +205,7 @@ def node_tool(name: str) -> Path:
     tool = BIN / name
     if tool.exists() and shutil.which("node"):
         return tool
-    message = f"{tool} or node not found: run bash scripts/install/30-grammar.sh"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+    unavailable(f"{tool} or node not found", "bash scripts/install/30-grammar.sh")
 
 
 def run_tool(args: list[str], timeout: float = TOOL_TIMEOUT_S) -> tuple[str, float]:

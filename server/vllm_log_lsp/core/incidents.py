@@ -340,6 +340,13 @@ _IDLE_PHASES = ("shutdown",)
 _WEAK_PROGRESS = ("stats", "request")
 
 
+def _progress_markers(catalog: Catalog) -> list[Marker]:
+    """Lifecycle markers that prove a process was still doing its normal work."""
+    return [
+        m for m in catalog.markers_of("phase") if m.phase not in _IDLE_PHASES and m.id not in _WEAK_PROGRESS
+    ]
+
+
 class Progress:
     """Where each writer showed normal progress (a lifecycle marker, healthy serving) before
     `until_offset`, asked for candidates from the latest to the earliest: every part of the text
@@ -347,11 +354,7 @@ class Progress:
 
     def __init__(self, index: LogIndex, catalog: Catalog, scan: Scan, until_offset: int) -> None:
         self.index, self.scan = index, scan
-        self.markers = [
-            m
-            for m in catalog.markers_of("phase")
-            if m.phase not in _IDLE_PHASES and m.id not in _WEAK_PROGRESS
-        ] + catalog.markers_of("healthy")
+        self.markers = _progress_markers(catalog) + catalog.markers_of("healthy")
         self.lo = until_offset  # [lo, until_offset) has been searched
         self.first: dict[str, int] = {}  # stream -> its earliest progress line in that range
 
@@ -739,10 +742,7 @@ def _first_burst(
 def _last_progress_line(index: LogIndex, catalog: Catalog, scan: Scan, run_start: int, before: int) -> int:
     """The last lifecycle marker (of any process) in the run before line `before`, or -1."""
     lo = _offset(index, scan, run_start) if run_start > 0 else 0
-    markers = [
-        m for m in catalog.markers_of("phase") if m.phase not in _IDLE_PHASES and m.id not in _WEAK_PROGRESS
-    ]
-    return _last_marked(index, markers, lo, _offset(index, scan, before), None)
+    return _last_marked(index, _progress_markers(catalog), lo, _offset(index, scan, before), None)
 
 
 def _considered(rejected: list[tuple[Candidate, str]], chosen: Candidate) -> tuple[Considered, ...]:
