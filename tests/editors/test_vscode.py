@@ -457,6 +457,7 @@ def _run_session(
             "userSettings": str(user_data / "User" / "settings.json"),
             "diagnosticsTimeoutMs": 25000,
             "quickFixPattern": r"serve\.sh",  # a fix that edits the launch script
+            "script": str(workspace / SCRIPT),  # watched until the fix is saved
             "log": {
                 "name": LOG,
                 "rootCauseLine": LOG_ROOT_CAUSE_LINE,

@@ -171,7 +171,12 @@ try {
 
     await step('hover on root cause', async () => {
         await goTo(cfg.log.rootCauseLine, cfg.log.rootCauseColumn);
-        const hover = page.locator('.monaco-hover:not(.hidden) .monaco-hover-content, .monaco-resizable-hover .monaco-hover-content').first();
+        // Only a hover on screen: VS Code keeps closed hover widgets in the DOM, and reading one of those
+        // (innerText of a hidden element runs its paragraphs together) gave a stale or garbled text.
+        const hover = page
+            .locator('.monaco-hover:not(.hidden) .monaco-hover-content, .monaco-resizable-hover .monaco-hover-content')
+            .filter({ visible: true })
+            .first();
         // A hover the mouse opened earlier (before the analysis was published) may still be up at this
         // place; Show Hover would only re-show it. Close it and ask again, as a user would.
         let last = '';
@@ -284,19 +289,31 @@ try {
         }
         // "Auto Fix..." applies the preferred quick fix when there is exactly one (else it shows a menu).
         const before = await statusText('status.editor.selection');
+        const original = readFileSync(cfg.script, 'utf8');
+        const menu = page.locator('.action-widget .monaco-list-row.action');
         await command('Auto Fix...');
-        await sleep(1000);
-        result.autoFixMenu = await page.locator('.action-widget .monaco-list-row.action').count();
+        // Wait for what Auto Fix did, not for a fixed time: a menu (more than one preferred fix), or the
+        // edit, in an editor with unsaved changes or already saved (files.refactoring.autoSave).
+        const outcome = await poll(async () => {
+            if ((await menu.count()) > 0) {
+                return 'menu';
+            }
+            if (readFileSync(cfg.script, 'utf8') !== original) {
+                return 'saved';
+            }
+            return (await page.locator('.tab.dirty').count()) > 0 ? 'unsaved' : undefined;
+        }, 10000);
+        result.autoFixOutcome = outcome || 'nothing';
+        result.autoFixMenu = await menu.count();
         if (result.autoFixMenu > 0) {
             await page.keyboard.press('Escape');
             return;
         }
         result.quickFixApplied = result.quickFixes[0];
         result.autoFixSelection = before;
-        // The edit lands in serve.sh; VS Code saves files a refactoring opened (files.refactoring.autoSave),
-        // and Save All makes sure of it.
+        // Save All makes sure the edit reaches the disk; wait until it has.
         await command('File: Save All Files');
-        await sleep(500);
+        await poll(async () => readFileSync(cfg.script, 'utf8') !== original, 10000);
     });
 
     await step('log-language file', async () => {
