@@ -6,6 +6,8 @@ import mmap
 import shutil
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from support import CRASH, crash_labels, unavailable
 from vllm_log_lsp.core import prefilter
@@ -147,4 +149,42 @@ def test_without_rg_the_automaton_comes_before_grep(monkeypatch) -> None:
     found = prefilter.candidate_lines(LogIndex(text), LITERALS)
     assert found == prefilter._python_scan(LogIndex(text), sorted(LITERALS), 0)
     monkeypatch.setattr(prefilter, "_automaton", lambda literals, over_bytes: None)
+    assert all(n is not None for _, n in prefilter.candidate_lines(LogIndex(text), LITERALS))
+
+
+# Pieces that make literals overlap, nest and share prefixes (`Error` in `ValueError`, `Err` in
+# `Error`), split by line breaks of every kind and non-ASCII text.
+_PIECES = ["Error", "Err", "rror", "ValueError", "or: ", "x", " ", "模型", "\n", "\r\n", "\r"]
+
+
+@given(
+    pieces=st.lists(st.sampled_from(_PIECES), max_size=40),
+    literals=st.lists(st.sampled_from(["Error", "Err", "rror", "or: ", "ValueError", "r", "模"]), min_size=1),
+)
+@settings(max_examples=200, deadline=None)
+def test_leftmost_first_matching_hits_every_line_holding_a_literal(
+    pieces: list[str], literals: list[str]
+) -> None:
+    """The automaton reports non-overlapping leftmost-first matches (so the crate can use its
+    SIMD prefilter): a literal hidden inside another's match is still on a line already taken."""
+    automaton_available()
+    text = "".join(pieces)
+    for source in (text, text.encode("utf-8")):
+        index = LogIndex(source)
+        expected = prefilter._python_scan(index, sorted(set(literals)), 0)
+        assert prefilter.automaton_scan(index, sorted(set(literals)), 0) == expected
+
+
+def test_over_bytes_the_automaton_comes_before_rg(monkeypatch) -> None:
+    automaton_available()
+    tool("rg")
+    monkeypatch.setattr(prefilter, "TOOL_THRESHOLD", 0)
+    monkeypatch.setattr(prefilter, "AUTOMATON_THRESHOLD", 0)
+    data = (CRASH / "007.log").read_bytes()
+    found = prefilter.candidate_lines(LogIndex(data), LITERALS)
+    # Offsets without line numbers: the automaton answered, not rg (which numbers its lines).
+    assert found == prefilter._python_scan(LogIndex(data), sorted(LITERALS), 0)
+    assert all(n is None for _, n in found)
+    # An editor's str goes to rg first.
+    text = data.decode("utf-8")
     assert all(n is not None for _, n in prefilter.candidate_lines(LogIndex(text), LITERALS))

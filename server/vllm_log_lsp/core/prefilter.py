@@ -3,13 +3,15 @@
 Python's `str.find` scans about 3 GB/s per literal, and the catalog has some fifty literals, so a
 100 MB log would take seconds. A multi-literal search matches all of them in one pass, in order
 of preference:
-1. ripgrep (`rg`, SIMD literal search) for large inputs: a file on disk is read by rg itself, an
-   editor's text is piped to it a piece at a time;
-2. an Aho-Corasick automaton in process (`ahocorasick-rs`, the Rust `aho-corasick` crate: an
-   optional, pinned binary wheel, `pip install vllm-log-lsp[fast]`) where rg is missing, for
-   inputs from a quarter megabyte: about twice as fast as `grep -F` with this many literals, no
-   subprocess, and it counts lines the way LSP does, so logs with bare `\r` use it too;
-3. `grep -F`, where neither is there;
+1. over a file's bytes, an Aho-Corasick automaton in process (`ahocorasick-rs`, the Rust
+   `aho-corasick` crate with its SIMD prefilter: an optional, pinned binary wheel,
+   `pip install vllm-log-lsp[fast]`), for inputs from a quarter megabyte: about 7x as fast as
+   `grep -F` with this many literals and ~2x ripgrep, no subprocess, and it counts lines the way
+   LSP does, so logs with bare `\r` use it too;
+2. ripgrep (`rg`, SIMD literal search) for large inputs: a file on disk is read by rg itself, an
+   editor's text (a str, which the automaton would have to copy as UTF-8) is piped to it a
+   piece at a time; the automaton next for a str;
+3. `grep -F`, where neither is there (the bundled VS Code server has no automaton);
 4. `str.find` per literal: small inputs, and everything else.
 All paths return the same lines (tested).
 """
@@ -64,9 +66,16 @@ def candidate_lines(
     size = len(index) - begin
     # The tools count only `\n` as a line break: a log with bare `\r` needs in-process search.
     tools = size >= TOOL_THRESHOLD and not index.has_cr
-    rg = search_tool(("rg",)) if tools else None
-    found = _tool_scan(rg, index, literals, begin) if rg is not None else None
-    if found is None and size >= AUTOMATON_THRESHOLD:
+    found = None
+    # Over a file's bytes the automaton beats rg (no subprocess, no output to parse); over an
+    # editor's str rg wins: the automaton would search a UTF-8 copy and map offsets back.
+    automaton_first = index.is_bytes and size >= AUTOMATON_THRESHOLD
+    if automaton_first:
+        found = automaton_scan(index, literals, begin)
+    rg = search_tool(("rg",)) if tools and found is None else None
+    if rg is not None:
+        found = _tool_scan(rg, index, literals, begin)
+    if found is None and size >= AUTOMATON_THRESHOLD and not automaton_first:
         found = automaton_scan(index, literals, begin)
     grep = search_tool(("grep",)) if found is None and tools else None
     if grep is not None:
@@ -87,9 +96,15 @@ def _automaton(literals: tuple[str, ...], over_bytes: bool) -> Any:
         import ahocorasick_rs
     except ImportError:
         return None
+    # Leftmost-first matching lets the crate use its SIMD prefilter (Teddy): ~3.5x faster than
+    # the standard kind here. Which literal matches does not matter, only that every line
+    # holding one is hit (see `automaton_scan`).
+    kind = ahocorasick_rs.MatchKind.LeftmostFirst
     if over_bytes:
-        return ahocorasick_rs.BytesAhoCorasick([literal.encode("utf-8") for literal in literals])
-    return ahocorasick_rs.AhoCorasick(list(literals))
+        return ahocorasick_rs.BytesAhoCorasick(
+            [literal.encode("utf-8") for literal in literals], matchkind=kind
+        )
+    return ahocorasick_rs.AhoCorasick(list(literals), matchkind=kind)
 
 
 def automaton_scan(
