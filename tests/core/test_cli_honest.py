@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from support import FORMATS, HEALTHY, run_cli
 from vllm_log_lsp import batch, cli
@@ -312,3 +314,49 @@ def test_no_stdout_keeps_the_status_and_a_full_disk_is_an_error() -> None:
         )
     assert result.returncode == 2
     assert b"vllm-log-lsp: error: cannot write the report: No space left on device" in result.stderr
+
+
+# Bytes a log's chunk is made of: ASCII, whole characters (repeated: what counting proves valid),
+# and the broken pieces of characters (cut, stray continuation, overlong, surrogate, too high).
+_UTF8_PIECES = [
+    b"a",
+    b" log line\n",
+    "…".encode(),
+    "é".encode(),
+    "è".encode(),
+    "😀".encode(),
+    "模型".encode(),
+    b"\xe2\x80",
+    b"\x80",
+    b"\xa6",
+    b"\xc0\xaf",
+    b"\xed\xa0\x80",
+    b"\xf4\x90\x80\x80",
+    b"\xff",
+]
+
+
+@given(pieces=st.lists(st.sampled_from(_UTF8_PIECES), max_size=60), chunk=st.integers(1, 24))
+@settings(max_examples=400, deadline=None)
+def test_first_invalid_utf8_equals_a_whole_decode_for_any_mix(pieces: list[bytes], chunk: int) -> None:
+    """Counting a chunk's characters proves it valid only when decoding it would: whatever the
+    characters, the bad bytes and where the chunks end."""
+    from vllm_log_lsp.core import source
+
+    data = b"".join(pieces)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(source, "_UTF8_CHUNK", chunk)
+        assert first_invalid_utf8(data) == _first_bad_byte(data)
+    assert source._valid_by_counting(data) <= (_first_bad_byte(data) is None)
+
+
+def test_a_chunk_of_a_few_repeated_characters_is_shown_valid_without_decoding() -> None:
+    from vllm_log_lsp.core import source
+
+    line = "(APIServer pid=1) INFO Received request: 'Summarise…', 模型 ✓\n".encode()
+    assert source._valid_by_counting(line * 1000)
+    # A lead byte whose continuation was cut off, or separated from it by ASCII, is not counted.
+    assert not source._valid_by_counting(line * 10 + b"\xe2\x80" + b"x\xa6" + line)
+    # More distinct characters than it counts: left to the decoder.
+    many = "".join(chr(0x4E00 + i) for i in range(source._MAX_COUNTED_CHARACTERS + 1)).encode()
+    assert not source._valid_by_counting(many)
