@@ -265,21 +265,35 @@ def _event(line: int, message: str):
 
 
 @FAST
-@given(st.lists(st.sampled_from(["a", "ab", "", "a\nb", "é"]), max_size=12))
-def test_events_by_message_equal_a_scan_of_every_event(found: list[str]) -> None:
-    """The index by message holds, for each message, exactly the events with that message, in
-    scan order; it is rebuilt when events are added."""
-    from vllm_log_lsp.core.classify import _events_by_message
+@given(
+    st.lists(st.tuples(st.integers(0, 30), st.sampled_from(["a", "ab", "", "a\nb", "é"])), max_size=12),
+    st.integers(0, 30),
+    st.integers(0, 12),
+    st.integers(0, 31),
+)
+def test_copies_are_the_runs_events_of_the_same_message(
+    found: list[tuple[int, str]], root: int, run_start: int, run_end: int
+) -> None:
+    """The copies of a root's exception are exactly the other events of its run (lines
+    [start, end)) with its message, in line order (another run's are another death's), and
+    follow events added to the scan."""
+    from vllm_log_lsp.core.classify import _copies
     from vllm_log_lsp.core.scan import Scan
 
-    scan = Scan(events=[_event(i + 1, m) for i, m in enumerate(found)])
+    scan = Scan(events=[_event(line, m) for line, m in found])
+    run = (run_start, run_end)
     for _ in range(2):
-        index = _events_by_message(scan)
-        assert {m: [c.event.line for c in cs] for m, cs in index.items()} == {
-            m: [c.event.line for c in scan.events if c.event.message == m]
-            for m in {c.event.message for c in scan.events}
-        }
-        scan.events.append(_event(len(scan.events) + 1, "a"))
+        for cand in scan.events:
+            event = cand.event
+            want = [
+                c.event.line
+                for c in sorted(scan.events, key=lambda c: c.event.line)
+                if run_start <= c.event.line < run_end
+                and c.event.message == event.message
+                and c.event.line != event.line
+            ]
+            assert _copies(scan, event, run) == (want[:20] if event.message else [])
+        scan.events.append(_event(root, "a"))
 
 
 # -- the phase a traceback's frames tell (phase._phase_of_frames, remembered per frame) -------------

@@ -160,3 +160,44 @@ def test_lines_flushed_late_with_earlier_times_are_not_progress_after_the_error(
 def test_later_lines_are_progress_after_the_error() -> None:
     lines = [*RAY_ERROR, *_dedup_lines("55:30")]
     assert analyze("\n".join(lines) + "\n").findings == ()
+
+
+def _related(text: str) -> list[tuple[int, ...]]:
+    return [f.related_lines for f in analyze(text).findings]
+
+
+def test_the_corpus_has_runs_whose_root_is_copied() -> None:
+    assert any(any(_related(_text(p))) for p in STARTING)  # the check below is not vacuous
+
+
+@pytest.mark.parametrize("path", STARTING, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_repeated_runs_copies_of_its_root_are_its_own(path: Path) -> None:
+    """The copies of a root cause's exception a finding lists (EngineCore's logged one, the API
+    server's re-raise) are those of its own run, as when the run is read alone: the other runs
+    of a restart loop print the same exception for their own deaths."""
+    text = _text(path)
+    once, lines = _related(text), _lines(text)
+    want = [tuple(n + k * lines for n in related) for k in range(3) for related in once]
+    assert _related(text * 3) == want
+
+
+ENGINE_DEATH = [
+    BANNER,
+    LOADING,
+    "(EngineCore_DP0 pid=7) ERROR 10-03 21:20:09 [core.py:1] EngineCore failed to start.",
+    "(EngineCore_DP0 pid=7) ERROR 10-03 21:20:09 [core.py:1] Traceback (most recent call last):",
+    '(EngineCore_DP0 pid=7) ERROR 10-03 21:20:09 [core.py:1]   File "/x/vllm/v1/engine/core.py", line 1, in run_engine_core',
+    "(EngineCore_DP0 pid=7) ERROR 10-03 21:20:09 [core.py:1] ValueError: unknown quantization method 'fp5'",
+    "(APIServer pid=1) Traceback (most recent call last):",
+    '(APIServer pid=1)   File "/x/vllm/entrypoints/openai/api_server.py", line 1, in <module>',
+    "(APIServer pid=1) ValueError: unknown quantization method 'fp5'",
+    "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+]
+
+
+@pytest.mark.parametrize("runs", [2, 3])
+def test_copies_of_the_root_come_from_its_own_run(runs: int) -> None:
+    """Each death's copies of its exception are the copy its own run printed, in every run."""
+    findings = analyze("\n".join(ENGINE_DEATH * runs) + "\n").findings
+    assert [f.line for f in findings] == [5 + k * len(ENGINE_DEATH) for k in range(runs)]
+    assert [f.related_lines for f in findings] == [(8 + k * len(ENGINE_DEATH),) for k in range(runs)]

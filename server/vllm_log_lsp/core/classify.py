@@ -97,18 +97,14 @@ def _events_in(scan: Scan, run: tuple[int, int]) -> list[Candidate]:
 _MAX_RELATED = 20
 
 
-def _events_by_message(scan: Scan) -> dict[str, list[Candidate]]:
-    """The scan's events by exact message, in scan order, made once per analysis: a restart loop's
-    deaths do not each read every event to find their exception's copies."""
-    key = ("events_by_message", len(scan.events))
-    cached = scan.cache.get(key)
-    if isinstance(cached, dict):
-        return cached
-    found: dict[str, list[Candidate]] = {}
-    for cand in scan.events:
-        found.setdefault(cand.event.message, []).append(cand)
-    scan.cache[key] = found
-    return found
+def _copies(scan: Scan, event: ExceptionEvent, run: tuple[int, int]) -> list[int]:
+    """Lines of the other copies of `event`'s exception in its run (EngineCore's logged one, the
+    API server's re-raise), in line order, at most `_MAX_RELATED`. Another run's copies belong to
+    another death: a restart loop prints the same exception in every run."""
+    if not event.message:
+        return []
+    same = (c.event.line for c in _events_in(scan, run) if c.event.message == event.message)
+    return [line for line in same if line != event.line][:_MAX_RELATED]
 
 
 def _frames_text(cand: Candidate) -> list[str]:
@@ -191,8 +187,7 @@ def build_finding(
         if event.context_lines:
             evidence.setdefault("assertion", event.context_lines[-1])
     symptoms = _distinct_symptoms(incident, event)
-    same = _events_by_message(scan).get(event.message, []) if event.message else []
-    copies = [c.event.line for c in same if c.event.line != event.line][:_MAX_RELATED]
+    copies = _copies(scan, event, run)
     related = tuple(([failing_frame.line] if failing_frame else []) + copies)[:_MAX_RELATED]
     return Finding(
         root=event.span,
