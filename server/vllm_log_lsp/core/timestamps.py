@@ -10,6 +10,7 @@ a root cause is that of the nearest line above it written by the same process.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from .lines import parse_line
 from .text import LogIndex, strip_ansi
@@ -37,17 +38,75 @@ def line_timestamp(raw: str) -> str | None:
     return header.group(1) if header is not None else None
 
 
+#: A line can carry a timestamp only if its first `_READ` characters hold one of these: every
+#: timestamp holds a time of day, and a colour code (ESC, or one whose ESC was lost before a
+#: process prefix) may hide one from a plain search. A necessary test, at C speed.
+_READ = _VLLM_WITHIN + _RUNTIME_WITHIN
+_MAY_HOLD_TIME = re.compile(r"\d\d:\d\d:\d\d|\x1b|m\(")
+#: How much text above a line is decoded at a time when looking for its writer's last time.
+_BLOCK = 1 << 13
+
+
 def timestamp_at(index: LogIndex, line: int) -> str | None:
     """The time of core line `line`: its own timestamp, else the nearest one above it on a line of
     the same writer (its process prefix), within `LOOK_BACK_LINES`; None when the log has none."""
-    start = index.line_start(line)
-    raw = index.slice(start, index.line_end_at(start))
-    own = line_timestamp(raw)
-    if own is not None:
-        return own
-    stream = parse_line(line, raw).stream
-    for number, text in index.iter_lines_back(start, line, LOOK_BACK_LINES):
-        found = line_timestamp(text)
-        if found is not None and parse_line(number, text).stream == stream:
-            return found
-    return None
+    return Timestamps(index).at(line)
+
+
+class Timestamps:
+    """`timestamp_at` for many lines of one index (a report's roots and symptoms): each line
+    above them is read once, and only the lines that may hold a time are parsed (the lines of a
+    traceback hold none, and one death's symptoms look above the same lines)."""
+
+    def __init__(self, index: LogIndex) -> None:
+        self.index = index
+        self._known: dict[int, tuple[str, str] | None] = {}  # line -> (its time, its writer)
+
+    def at(self, line: int) -> str | None:
+        """The time of core line `line` (see `timestamp_at`)."""
+        index = self.index
+        start = index.line_start(line)
+        raw = index.slice(start, index.line_end_at(start))
+        own = line_timestamp(raw)
+        if own is not None:
+            return own
+        stream = parse_line(line, raw).stream
+        for number, text in self._timed_lines_above(start, line):
+            if number in self._known:
+                known = self._known[number]
+            else:
+                found = line_timestamp(text)
+                known = self._known[number] = (found, parse_line(number, text).stream) if found else None
+            if known is not None and known[1] == stream:
+                return known[0]
+        return None
+
+    def _timed_lines_above(self, start: int, line: int) -> Iterator[tuple[int, str]]:
+        """(number, text) of the lines that may hold a time among the `LOOK_BACK_LINES` lines
+        above the one starting at `start` (numbered `line`), nearest first."""
+        lines = self._lines_above(start, line) if not self.index.has_cr else self._walk_above(start, line)
+        return ((n, text) for n, text in lines if _MAY_HOLD_TIME.search(text, 0, _READ))
+
+    def _walk_above(self, start: int, line: int) -> Iterator[tuple[int, str]]:
+        # Bare `\r` breaks lines too (as LSP counts them): walked line by line.
+        return self.index.iter_lines_back(start, line, LOOK_BACK_LINES)
+
+    def _lines_above(self, start: int, line: int) -> Iterator[tuple[int, str]]:
+        """As `LogIndex.iter_lines_back` (text without `\r`), a block of lines decoded and split
+        at a time."""
+        index, left, end, number = self.index, LOOK_BACK_LINES, start - 1, line
+        block = _BLOCK
+        while left > 0 and end >= 0:
+            lo = max(0, end - block)
+            if lo > 0:  # start the block at a line start
+                first_break = index.find("\n", lo, end)
+                if first_break < 0:
+                    block *= 2  # no whole line in it: a longer block
+                    continue
+                lo = first_break + 1
+            texts = index.slice(lo, end).split("\n")[-left:]
+            for text in reversed(texts):
+                number -= 1
+                yield number, text
+            left -= len(texts)
+            end = lo - 1

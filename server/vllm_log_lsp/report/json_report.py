@@ -14,7 +14,7 @@ from ..core.linebreaks import NewlineLines, Numbering
 from ..core.model import Analysis, Finding, Precursor, Span, Symptom
 from ..core.precursors import collapse_precursors
 from ..core.text import LogIndex
-from ..core.timestamps import timestamp_at
+from ..core.timestamps import Timestamps
 from .health_text import health_to_json, record_to_json
 
 #: Bumped when a field changes meaning or goes away; new fields do not bump it. 2: severities,
@@ -30,13 +30,14 @@ DEATH, NO_DEATH, UNREADABLE, INTERNAL_ERROR = "death", "no-death", "unreadable",
 
 def file_json(name: str, analysis: Analysis, numbering: Numbering, index: LogIndex | None) -> dict:
     """The JSON of one analysed file; `index` (of the analysed text) gives the timestamps."""
+    times = Timestamps(index) if index is not None else None
     entry = {
         "path": name,
         "error": None,
         "warnings": list(analysis.warnings),
         "incidents": [
             {
-                **finding_to_json(finding, numbering, index),
+                **finding_to_json(finding, numbering, times),
                 "prefailure": record_to_json(
                     analysis.health.record_for(finding.line) if analysis.health else None, numbering.line
                 ),
@@ -82,16 +83,16 @@ def _range(numbering: Numbering, span: Span) -> dict:
     }
 
 
-def finding_to_json(finding: Finding, lines: Numbering = NO_BARE_CR, index: LogIndex | None = None) -> dict:
+def finding_to_json(finding: Finding, lines: Numbering = NO_BARE_CR, times: Timestamps | None = None) -> dict:
     """The documented JSON shape of one incident; line numbers as `grep -n` counts them in the
-    text `lines` was built from; timestamps read from `index` (None without it)."""
+    text `lines` was built from; timestamps read by `times`, of the analysed text (None without)."""
     ctx = finding.context
     first_symptom = min(finding.symptoms, key=lambda s: s.line, default=None)
     return {
         "severity": "error",
         "root_cause": {
             **_range(lines, finding.root),
-            "timestamp": _timestamp(index, finding.line),
+            "timestamp": _timestamp(times, finding.line),
             "text": finding.root_text,
             "cause": finding.rule_id,
             "title": finding.title,
@@ -108,8 +109,8 @@ def finding_to_json(finding: Finding, lines: Numbering = NO_BARE_CR, index: LogI
         },
         "death": None
         if first_symptom is None
-        else {"line": lines.line(first_symptom.line) + 1, "timestamp": _timestamp(index, first_symptom.line)},
-        "symptoms": [_symptom_json(s, lines, index) for s in finding.symptoms],
+        else {"line": lines.line(first_symptom.line) + 1, "timestamp": _timestamp(times, first_symptom.line)},
+        "symptoms": [_symptom_json(s, lines, times) for s in finding.symptoms],
         "phase": finding.phase,
         "phase_line": None if finding.phase_line is None else lines.line(finding.phase_line) + 1,
         "phase_source": finding.phase_source,
@@ -140,11 +141,11 @@ def finding_to_json(finding: Finding, lines: Numbering = NO_BARE_CR, index: LogI
     }
 
 
-def _symptom_json(symptom: Symptom, lines: Numbering, index: LogIndex | None) -> dict:
+def _symptom_json(symptom: Symptom, lines: Numbering, times: Timestamps | None) -> dict:
     return {
         **_range(lines, symptom.span),
         "severity": "warning",
-        "timestamp": _timestamp(index, symptom.line),
+        "timestamp": _timestamp(times, symptom.line),
         "text": symptom.text,
         "kind": symptom.kind,
     }
@@ -162,8 +163,8 @@ def precursor_to_json(precursor: Precursor, lines: Numbering = NO_BARE_CR) -> di
     }
 
 
-def _timestamp(index: LogIndex | None, line: int) -> str | None:
-    return None if index is None else timestamp_at(index, line)
+def _timestamp(times: Timestamps | None, line: int) -> str | None:
+    return None if times is None else times.at(line)
 
 
 def _origin_json(finding: Finding) -> dict | None:

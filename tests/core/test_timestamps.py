@@ -1,0 +1,117 @@
+"""A line's time read by `Timestamps` (a block of lines above at a time, only the lines that may
+hold a time parsed, each line read once for many queries) equals the plain walk: the line's own
+timestamp, else its writer's last one within `LOOK_BACK_LINES` lines above, line by line.
+
+Checked on the corpus (every tenth line and every root and symptom line, over `str`, `bytes` and
+a memory map) and on generated texts of timestamped lines of several writers, traceback lines
+without times, colour codes, long lines, invalid UTF-8 and every kind of line break, read with
+blocks short enough that a line spans several."""
+
+from __future__ import annotations
+
+import mmap
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from support import CRASH, CRASH2, CRASH3, healthy_logs
+from vllm_log_lsp.core import timestamps
+from vllm_log_lsp.core.analyze import analyze
+from vllm_log_lsp.core.lines import parse_line
+from vllm_log_lsp.core.text import LogIndex
+from vllm_log_lsp.core.timestamps import LOOK_BACK_LINES, Timestamps, line_timestamp, timestamp_at
+
+
+def plain_timestamp(index: LogIndex, line: int, look_back: int = LOOK_BACK_LINES) -> str | None:
+    """The specification: the line's own time, else a walk up, line by line."""
+    text = index.line_text(line)
+    if (own := line_timestamp(text)) is not None:
+        return own
+    above = index.iter_lines_back(index.line_start(line), line, look_back)
+    writer = parse_line(line, text).stream
+    stamped = ((time, n, raw) for n, raw in above if (time := line_timestamp(raw)) is not None)
+    return next((time for time, n, raw in stamped if parse_line(n, raw).stream == writer), None)
+
+
+def _indexes(data: bytes, tmp_path: Path) -> list[LogIndex]:
+    path = tmp_path / "log"
+    path.write_bytes(data)
+    handle = open(path, "rb")  # noqa: SIM115 - the map outlives this function
+    indexes = [LogIndex(data.decode("utf-8", "replace")), LogIndex(data)]
+    if data:
+        indexes.append(LogIndex(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)))
+    return indexes
+
+
+CORPUS = sorted([*CRASH.glob("*.log"), *CRASH2.glob("*.log"), *CRASH3.glob("*.log"), *healthy_logs()])
+
+
+def test_the_corpus_has_times_read_from_lines_above() -> None:
+    """Not vacuous: some roots or symptoms carry no time of their own."""
+    misses = 0
+    for path in CORPUS[:20]:
+        index = LogIndex(path.read_bytes())
+        for finding in analyze(path.read_bytes()).findings:
+            lines = [finding.line, *(s.line for s in finding.symptoms)]
+            misses += sum(line_timestamp(index.line_text(n)) is None for n in lines)
+    assert misses > 5
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_corpus_times_equal_the_plain_walk(path: Path, tmp_path: Path) -> None:
+    data = path.read_bytes()
+    findings = analyze(data).findings
+    for index in _indexes(data, tmp_path):
+        wanted = {n for f in findings for n in (f.line, *(s.line for s in f.symptoms))}
+        wanted.update(range(0, index.line_count, 10))
+        times = Timestamps(index)
+        for line in sorted(wanted, reverse=True):  # later lines first: the memo is then used
+            assert times.at(line) == plain_timestamp(index, line), line
+            assert timestamp_at(index, line) == times.at(line)
+
+
+PIECES = [
+    "(EngineCore_DP0 pid=7) ERROR 10-03 21:22:40 [core.py:1] EngineCore failed to start.",
+    "(APIServer pid=1) INFO 10-03 21:22:59 [api.py:1] Waiting",
+    "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above.",
+    "INFO 10-03 21:23:01 [api_server.py:1] vLLM API server version 0.11.0",
+    "2025-10-03T21:22:07.000001Z (EngineCore_DP0 pid=7) Traceback (most recent call last):",
+    "(EngineCore_DP0 pid=7) Traceback (most recent call last):",
+    '(EngineCore_DP0 pid=7)   File "x.py", line 1, in f',
+    "ValueError: No available memory for the cache blocks.",
+    "\x1b[1;36m(EngineCore_DP0 pid=7)\x1b[0;0m INFO 10-03 21:24:00 [core.py:2] colour",
+    "[0;36m(APIServer pid=1)[0;0m ERROR 10-03 21:24:01 [x.py:3] lost escape",
+    "svc-1  | INFO 10-03 21:25:00 [core.py:4] compose",
+    "(APIServer pid=1) INFO 10-03 21:\x1b[1m27:00 [x.py:5] a colour code inside the time",
+    "é" * 30 + " 12:00:00 not a header",
+    "x" * 300 + " INFO 10-03 21:26:00 [late.py:1] too far in",
+    "",
+]
+# A log's line breaks: `\n` (most logs), `\r\n`, or any mix with bare `\r` (a progress bar).
+BREAKS = {"unix": ["\n"], "windows": ["\r\n"], "mixed": ["\n", "\r\n", "\r"]}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lines=st.lists(st.tuples(st.sampled_from(PIECES), st.integers(0, 2)), min_size=1, max_size=40),
+    breaks=st.sampled_from(sorted(BREAKS)),
+    invalid=st.booleans(),
+    block=st.sampled_from([1, 7, 64, 1 << 13]),
+    look_back=st.sampled_from([2, 5, LOOK_BACK_LINES]),
+)
+def test_generated_times_equal_the_plain_walk(
+    lines: list[tuple[str, int]], breaks: str, invalid: bool, block: int, look_back: int, tmp_path: Path
+) -> None:
+    kinds = BREAKS[breaks]
+    data = "".join(text + kinds[k % len(kinds)] for text, k in lines).encode("utf-8")
+    if invalid:
+        data = data.replace(b"ValueError", b"Value\xe2\x82Error")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(timestamps, "_BLOCK", block)
+        patch.setattr(timestamps, "LOOK_BACK_LINES", look_back)
+        for index in _indexes(data, tmp_path):
+            times = Timestamps(index)
+            for line in reversed(range(index.line_count)):
+                assert times.at(line) == plain_timestamp(index, line, look_back), line
