@@ -90,7 +90,13 @@ class Analyzer:
         return self._document
 
     def analyze(
-        self, text: Text, warnings: tuple[str, ...] = (), path: str | None = None, *, line_table: bool = False
+        self,
+        text: Text,
+        warnings: tuple[str, ...] = (),
+        path: str | None = None,
+        *,
+        line_table: bool = False,
+        grown_from: Text | None = None,
     ) -> Analysis:
         """Analyse `text` (`path`: the file holding exactly it, for the pre-filter). vLLM's JSON
         log format is analysed through its transcript: the result's `source_map` maps its lines
@@ -100,15 +106,31 @@ class Analyzer:
         only appends to it (a growing log costs its appended part). The language server's
         features then read lines by number from `index` without counting; the analysis numbers
         lines by lookup too.
+
+        `grown_from`: a text the caller knows `text` only appends to (an editor that synced
+        appends). When it is the very text analysed last, the two are not compared: an append
+        then costs what it appends, not a comparison of the whole log. Anything else is compared.
         """
         if looks_like_json_log(text):
             self._document = LogIndex.following(text, self._document, path) if line_table else None
             return self._analyze_json(text, warnings, line_table)
         self._transcriber = self._document = None
-        return self._analyze_plain(text, warnings, self._index_of(text, path, line_table))
+        grown = self._grew(text, grown_from)
+        return self._analyze_plain(text, warnings, self._index_of(text, path, line_table, grown), grown)
 
-    def _index_of(self, text: Text, path: str | None, line_table: bool) -> LogIndex:
-        return LogIndex.following(text, self._index, path) if line_table else LogIndex(text, path)
+    def _grew(self, text: Text, grown_from: Text | None) -> bool:
+        """Whether `text` extends the text analysed last (compared only when not known)."""
+        old = self._text
+        if old is None:
+            return False
+        if grown_from is old and type(text) is type(old) and isinstance(text, (str, bytes)):
+            return len(text) >= len(old)
+        return extends(text, old)
+
+    def _index_of(self, text: Text, path: str | None, line_table: bool, grown: bool) -> LogIndex:
+        if not line_table:
+            return LogIndex(text, path)
+        return LogIndex.following(text, self._index if grown else None, path, grown=grown)
 
     def _analyze_json(self, text: Text, warnings: tuple[str, ...], line_table: bool) -> Analysis:
         """A JSON log: its plain transcript analysed, positions mapped back (see `jsonlog`)."""
@@ -117,11 +139,13 @@ class Analyzer:
             text = bytes(text).decode("utf-8", "replace")
         self._transcriber = self._transcriber or Transcriber()
         lines = self._transcriber.transcribe(text).snapshot()
-        analysis = self._analyze_plain(lines.text, warnings, self._index_of(lines.text, None, line_table))
+        grown = self._grew(lines.text, None)
+        index = self._index_of(lines.text, None, line_table, grown)
+        analysis = self._analyze_plain(lines.text, warnings, index, grown)
         return replace(analysis, source_map=lines)
 
-    def _analyze_plain(self, text: Text, warnings: tuple[str, ...], index: LogIndex) -> Analysis:
-        scan, start = self._reusable_scan(text, index)
+    def _analyze_plain(self, text: Text, warnings: tuple[str, ...], index: LogIndex, grown: bool) -> Analysis:
+        scan, start = self._reusable_scan(text, index, grown)
         if start == 0:
             self._prefix = learn_outer_prefix(raw for _, raw in index.iter_lines_from(0, 0, _LEARN_LINES))
         with learned_prefix(self._prefix):
@@ -141,11 +165,11 @@ class Analyzer:
         self._unwrapped = {id(c): known[id(c)] for c in scan.events}  # (the pair keeps each id taken)
         return [known[id(c)][1] for c in scan.events]
 
-    def _reusable_scan(self, text: Text, index: LogIndex) -> tuple[Scan | None, int]:
+    def _reusable_scan(self, text: Text, index: LogIndex, grown: bool) -> tuple[Scan | None, int]:
+        """The previous scan cut where `text` (which extends the old text when `grown`) must be
+        read again, and that offset; (None, 0) when nothing can be reused."""
         old, scan, old_index = self._text, self._scan, self._index
-        if old is None or scan is None or old_index is None:
-            return None, 0
-        if not extends(text, old):
+        if old is None or scan is None or old_index is None or not grown:
             return None, 0
         index.adopt_checkpoints(old_index, len(old))
         # Re-read the last line (it may have been cut) and the one before it (a trailing `\r`

@@ -254,17 +254,21 @@ class LogIndex:
         return end
 
     @classmethod
-    def following(cls, text: Text, previous: LogIndex | None, path: str | None = None) -> LogIndex:
+    def following(
+        cls, text: Text, previous: LogIndex | None, path: str | None = None, *, grown: bool | None = None
+    ) -> LogIndex:
         """An index of `text` with its full line table built, reusing `previous`'s table when
         `text` only appends to the text `previous` indexed (a growing log): the cost is then
-        that of the appended part, not of the whole text. `path`: as for the constructor."""
+        that of the appended part, not of the whole text. `path`: as for the constructor.
+        `grown`: whether the caller already knows that `text` extends `previous.text` (None:
+        compare them here)."""
         old = previous._starts if previous is not None else None
         if (
             old is None
             or previous is None
             or isinstance(text, str) == previous.is_bytes
             or isinstance(text, mmap.mmap)
-            or not extends(text, previous.text)
+            or not (extends(text, previous.text) if grown is None else grown)
         ):
             index = cls(text, path)
             index._build()

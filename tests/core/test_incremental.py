@@ -1,0 +1,114 @@
+"""A log analysed as it grows gives exactly what a fresh analysis of the whole text gives.
+
+The language server analyses a tailed log after every append with one `Analyzer`, which keeps the
+scan, the line table and the per-incident work of the text it saw; the editor tells it when the
+new text only appends (`grown_from`). Whatever it reuses, every part of the result (findings,
+runs, folds, health, warnings) must equal a fresh analysis. The cuts fall anywhere, and on
+purpose where reuse is delicate: inside a traceback, just after a death, around a restart, inside
+a `\\r\\n`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from support import CRASH, CRASH2, CRASH3, HEALTHY, crash_labels, read_log
+from vllm_log_lsp.core.analyze import Analyzer
+from vllm_log_lsp.core.model import Analysis
+from vllm_log_lsp.core.text import LogIndex
+
+LOGS = [
+    *(CRASH / label["file"] for label in crash_labels()),
+    *(CRASH2 / label["file"] for label in crash_labels(CRASH2)),
+    *(CRASH3 / label["file"] for label in crash_labels(CRASH3)),
+    *sorted(HEALTHY.glob("*.log"))[:6],
+]
+TEXTS = {path.name: read_log(path) for path in LOGS}
+SOME = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def fresh(text: str) -> Analysis:
+    return Analyzer().analyze(text, line_table=True)
+
+
+def delicate_cuts(text: str) -> list[int]:
+    """Offsets where reusing a previous scan is delicate: a few lines into each traceback, just
+    after each root cause and symptom, around each restart (the line before it and its start)."""
+    analysis = fresh(text)
+    index = LogIndex.following(text, None)
+    lines: set[int] = set()
+    for first, last in analysis.folds:  # a traceback's lines
+        lines.update({first + 1, (first + last) // 2, last})
+    for finding in analysis.findings:
+        lines.update({finding.line + 1, *(s.line + 1 for s in finding.symptoms)})
+    for start in analysis.run_starts:
+        lines.update({start - 1, start, start + 1})
+    cuts: set[int] = set()
+    for line in lines:
+        if 0 < line < index.line_count:
+            start = index.line_start(line)
+            cuts.update({start, start + 3})  # at a line start, and inside the line
+    return sorted(c for c in cuts if 0 < c < len(text))
+
+
+DELICATE = {name: delicate_cuts(text) for name, text in TEXTS.items()}
+
+
+def assert_same(grown: Analysis, whole: Analysis, where: str) -> None:
+    differing = [
+        f.name for f in dataclasses.fields(Analysis) if getattr(grown, f.name) != getattr(whole, f.name)
+    ]
+    assert not differing, f"{where}: the grown analysis differs from a fresh one in {differing}"
+
+
+def grow(text: str, cuts: list[int], told: bool) -> None:
+    """Analyse `text` cut at each of `cuts` in turn with one analyzer; each must equal a fresh one.
+    `told`: the caller says each text grew from the one before (as the server does)."""
+    analyzer, previous = Analyzer(), None
+    for cut in [*sorted(set(cuts)), len(text)]:
+        piece = text[:cut]
+        grown = analyzer.analyze(piece, line_table=True, grown_from=previous if told else None)
+        assert_same(grown, fresh(piece), f"cut at {cut} of {len(text)}")
+        previous = piece
+
+
+@SOME
+@given(st.sampled_from(sorted(TEXTS)), st.lists(st.floats(0, 1), max_size=5), st.data(), st.booleans())
+def test_appends_analyse_as_a_fresh_analysis(name: str, fractions: list[float], data, told: bool) -> None:
+    text = TEXTS[name]
+    delicate = DELICATE[name]
+    picked = data.draw(st.lists(st.sampled_from(delicate), max_size=4)) if delicate else []
+    grow(text, [int(f * len(text)) for f in fractions] + picked, told)
+
+
+@SOME
+@given(st.sampled_from(sorted(TEXTS)), st.lists(st.floats(0, 1), min_size=1, max_size=4))
+def test_appends_with_crlf_cut_between_its_halves(name: str, fractions: list[float]) -> None:
+    text = TEXTS[name].replace("\n", "\r\n")
+    # Each cut lands between the `\r` and the `\n` of a line break, the worst place for reuse.
+    cuts = [text.find("\n", int(f * len(text))) for f in fractions]
+    grow(text, [c for c in cuts if c > 0], told=True)
+
+
+def test_every_delicate_cut_of_a_restart_loop() -> None:
+    """A death followed by a restart, cut at every delicate point in turn (not sampled)."""
+    restarts = [n for n, text in TEXTS.items() if len(fresh(text).run_starts) > 1 and fresh(text).findings]
+    assert restarts, "the corpus has logs where vLLM restarted after a death"
+    for name in restarts[:3]:
+        grow(TEXTS[name], DELICATE[name], told=True)
+
+
+def test_a_wrong_hint_is_not_trusted_blindly() -> None:
+    """`grown_from` counts only when it is the very text analysed last: an equal copy, or a text
+    the new one does not extend, is compared as any other."""
+    text = TEXTS[sorted(TEXTS)[0]]
+    analyzer = Analyzer()
+    first = text[: len(text) // 2]
+    analyzer.analyze(first, line_table=True)
+    other = "".join(reversed(first))  # not the text analysed last: it is compared, and differs
+    replaced = text[len(text) // 3 :]
+    assert_same(analyzer.analyze(replaced, line_table=True, grown_from=other), fresh(replaced), "edited")
+    assert analyzer.reused_offset == 0
