@@ -9,7 +9,20 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from .conftest import close, doc, fixture_path, fixture_text, fresh_uri, open_log, pos, wait_published
+from support import lsp_lines
+
+from .conftest import (
+    close,
+    doc,
+    encoding_of,
+    fixture_path,
+    fixture_text,
+    fresh_uri,
+    open_log,
+    pos,
+    units,
+    wait_published,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -132,4 +145,47 @@ async def test_large_document_reports_progress(client):
         and isinstance(new[0][0], types.WorkDoneProgressBegin)
         and isinstance(new[0][-1], types.WorkDoneProgressEnd)
     )
+    close(client, uri)
+
+
+def end_of(text: str, encoding: str) -> types.Position:
+    """The position just past the last character of `text`, as LSP (and the client) counts."""
+    lines = lsp_lines(text)
+    return pos(len(lines) - 1, units(lines[-1], encoding))
+
+
+def cuts_of(text: str) -> list[int]:
+    """Where to cut a corpus log into appends: inside its first traceback (between its header
+    and its last line, mid-line), just after its last `ERROR` line, and in the last line."""
+    header = text.find("Traceback (most recent call last)")
+    inside = text.find("\n", header + 40) + 5 if header >= 0 else len(text) // 3
+    after_error = text.find("\n", text.rfind("ERROR")) + 1
+    return sorted({c for c in (inside, after_error, len(text) - 2) if 0 < c < len(text)})
+
+
+@pytest.mark.parametrize("name", ["crash-041.log", "crash-019.log", "crash-032.log"])
+async def test_appends_publish_what_opening_the_whole_log_does(client, name: str):
+    """Diagnostics after a log grew by appends (cut inside a traceback, after a death, inside
+    its last line) are exactly those of opening the whole log, and after each append exactly
+    those of opening what the editor had then."""
+    text = fixture_text(name)
+    encoding = encoding_of(client)
+    cuts = cuts_of(text)
+    uri = fresh_uri(name)
+    await open_log(client, uri, text[: cuts[0]])
+    for version, (start, end) in enumerate(zip(cuts, [*cuts[1:], len(text)], strict=True), start=2):
+        here = end_of(text[:start], encoding)
+        change = types.TextDocumentContentChangePartial(range=types.Range(here, here), text=text[start:end])
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=uri, version=version), [change]
+            )
+        )
+        grown = await wait_published(client, uri, version=version)
+        whole_uri = fresh_uri(name)
+        whole = await open_log(client, whole_uri, text[:end])
+        close(client, whole_uri)
+        # (Related information names each document's own URI.)
+        assert repr(grown).replace(uri, "URI") == repr(whole).replace(whole_uri, "URI"), f"up to {end}"
+        assert errors(grown)
     close(client, uri)

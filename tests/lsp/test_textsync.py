@@ -7,6 +7,8 @@ from hypothesis import strategies as st
 from lsprotocol import types
 
 from support import lsp_lines
+from vllm_log_lsp.core.text import LogIndex
+from vllm_log_lsp.lsp.positions import ClientLines
 from vllm_log_lsp.lsp.textsync import apply_changes, last_line
 
 pieces = st.lists(st.sampled_from(["a", "é", "\n", "\r", "\r\n", "x\n", "😀"]), max_size=12).map("".join)
@@ -24,9 +26,10 @@ def test_appends_track_the_last_line(text: str, appends: list[str], newline_only
     for appended in appends:
         end = at_end(text, newline_only)
         change = types.TextDocumentContentChangePartial(range=types.Range(end, end), text=appended)
-        new_text, known = apply_changes(text, [change], "utf-16", newline_only, known)
+        new_text, known, only_appended = apply_changes(text, [change], "utf-16", newline_only, known)
         assert new_text == text + appended
         assert known == last_line(new_text, newline_only)
+        assert only_appended
         text = new_text
 
 
@@ -34,8 +37,29 @@ def test_appends_track_the_last_line(text: str, appends: list[str], newline_only
 def test_a_range_edit_or_replacement_forgets_the_last_line(text: str, inserted: str) -> None:
     start = types.Position(0, 0)
     edit = types.TextDocumentContentChangePartial(range=types.Range(start, start), text=inserted)
-    new_text, known = apply_changes(text, [edit], "utf-16", last=last_line(text))
+    new_text, known, appended = apply_changes(text, [edit], "utf-16", last=last_line(text))
     assert new_text == inserted + text
     assert known is None or known == last_line(new_text)
+    assert appended == (text == "")  # an insertion at the start is an append only to nothing
     whole = types.TextDocumentContentChangeWholeDocument(text=inserted)
-    assert apply_changes(text, [whole], "utf-16", last=last_line(text)) == (inserted, None)
+    assert apply_changes(text, [whole], "utf-16", last=last_line(text)) == (inserted, None, False)
+
+
+@given(pieces, pieces, pieces)
+def test_an_edit_among_appends_is_not_an_append(text: str, appended: str, inserted: str) -> None:
+    """Only when every change of a didChange appended is the old text still the beginning."""
+    end = at_end(text, False)
+    append = types.TextDocumentContentChangePartial(range=types.Range(end, end), text=appended)
+    start = types.Position(0, 0)
+    edit = types.TextDocumentContentChangePartial(range=types.Range(start, start), text=inserted)
+    new_text, _, only_appended = apply_changes(text, [append, edit], "utf-16")
+    assert new_text == inserted + text + appended
+    assert only_appended == (text + appended == "")
+
+
+@settings(max_examples=200, deadline=None)
+@given(pieces, st.booleans())
+def test_the_line_table_tells_the_last_line_as_counting_does(text: str, newline_only: bool) -> None:
+    """The server takes a document's last line from its analysis's line table (no counting)."""
+    index = LogIndex.following(text, None)
+    assert ClientLines(index, newline_only).last_line() == last_line(text, newline_only)

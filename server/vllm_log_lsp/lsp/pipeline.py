@@ -46,8 +46,10 @@ def compute(
     version: int | None,
     settings: Settings,
     newline_only: bool = False,
+    grown_from: str | None = None,
 ) -> AnalysisResult:
-    """The worker-thread part: analyse, and index lines so features can read them for free."""
+    """The worker-thread part: analyse, and index lines so features can read them for free.
+    `grown_from`: a text `text` only appends to (see `Analyzer.analyze`)."""
     if len(text) > settings.max_file_chars:
         index = LogIndex(text[:0])
         reason = (
@@ -59,7 +61,7 @@ def compute(
         return AnalysisResult(version, index, empty, settings, skipped_reason=reason)
     # The analyzer builds the line table first, off the event loop (a growing log extends the
     # previous one); the analysis then numbers lines by lookup instead of by counting.
-    analysis = analyzer.analyze(text, input_warnings(text), line_table=True)
+    analysis = analyzer.analyze(text, input_warnings(text), line_table=True, grown_from=grown_from)
     return result_of(analyzer, version, analysis, settings, newline_only)
 
 
@@ -127,6 +129,8 @@ class Pipeline:
             if not self.is_current(state):
                 return None
             version, text, settings = state.version, state.text, state.settings
+            # From here on, edits that only append grow this text.
+            grown_from, state.append_base = state.append_base, text
             if state.analyzer is None or state.analyzer.catalog is not catalog:
                 state.analyzer = Analyzer(catalog)  # the rule files of its folder changed
             token = await self._begin_progress(state, text)
@@ -134,7 +138,7 @@ class Pipeline:
                 loop = asyncio.get_running_loop()
                 newline_only = self.server.newline_only_lines
                 result = await loop.run_in_executor(
-                    self.executor, compute, state.analyzer, text, version, settings, newline_only
+                    self.executor, compute, state.analyzer, text, version, settings, newline_only, grown_from
                 )
             except Exception as err:
                 log_to_client(
@@ -146,6 +150,8 @@ class Pipeline:
             if not self.is_current(state) or state.version != version:
                 return None  # stale: the newer version's analysis is queued behind this lock
             state.result = result
+            if state.last_line is None and state.text is text and result.skipped_reason is None:
+                state.last_line = result.last_line  # the next append need not count the lines
             for listener in list(self._published_listeners):
                 listener(state)
             self.publish(state)

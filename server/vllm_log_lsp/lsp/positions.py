@@ -119,6 +119,16 @@ class ClientLines:
         """The client's number of core line `line`."""
         return line if self.map is None else self.map.line(line)
 
+    def last_line(self) -> tuple[int, int]:
+        """(number, start offset) of the last line of the client's text, as the client counts
+        lines (`textsync.last_line`), from the line table: no counting."""
+        document = self.document
+        core_last = document.line_count - 1
+        if self.client_lines is None:
+            return core_last, document.line_start(core_last)
+        start = document.rfind("\n") + 1
+        return self.client_lines.line(core_last), start
+
     # -- client → core --------------------------------------------------------------------------
     def core_position(self, position: types.Position, encoding: str) -> tuple[int, int]:
         """The core (line, code-point column) of a client position."""

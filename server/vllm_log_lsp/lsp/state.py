@@ -56,6 +56,12 @@ class AnalysisResult:
         """Core lines and spans as positions in the client's lines, and back."""
         return ClientLines(self.index, self.newline_only, self.analysis.source_map, self.document)
 
+    @property
+    def last_line(self) -> tuple[int, int]:
+        """(number, start offset) of the document's last line, as the client counts lines (see
+        `textsync.last_line`), read from the line table."""
+        return self.lines.last_line()
+
     def finding_at_root(self, line: int) -> list[Finding]:
         return [f for f in self.analysis.findings if f.root.line == line]
 
@@ -81,6 +87,9 @@ class DocumentState:
     pending: asyncio.Task | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     last_line: tuple[int, int] | None = None  # (number, start) of `text`'s last line, when known
+    # The text last handed to the analyzer, while the document has only grown since (every
+    # change an append); None after any other edit. Tells the analyzer it need not compare them.
+    append_base: str | None = None
 
 
 class DocumentStore:

@@ -62,13 +62,15 @@ class VllmLogProtocol(LanguageServerProtocol):
             )
             return None
         server = self._server
-        state.text, state.last_line = apply_changes(
+        state.text, state.last_line, appended = apply_changes(
             state.text,
             params.content_changes,
             server.position_encoding,
             server.newline_only_lines,
             state.last_line,
         )
+        if not appended:
+            state.append_base = None
         state.version = params.text_document.version
         if not state.served:
             state.served = should_serve(state.language_id, state.text)

@@ -11,6 +11,7 @@ of the text.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from lsprotocol import types
 
@@ -46,18 +47,27 @@ def _after_append(last: LastLine, text: str, appended: str, newline_only: bool) 
     return number + breaks, (len(text) + final + 1 if final >= 0 else start)
 
 
+class Edited(NamedTuple):
+    """A text after content changes: its last line when known cheaply, and whether every change
+    only appended (then everything the text held before is still its beginning)."""
+
+    text: str
+    last: LastLine | None
+    appended: bool
+
+
 def apply_change(
     text: str,
     change: types.TextDocumentContentChangeEvent,
     encoding: str,
     newline_only: bool = False,
     last: LastLine | None = None,
-) -> tuple[str, LastLine | None]:
+) -> Edited:
     """The text after one content change (full replacement or a range edit), and its last line
     when it is known cheaply; positions are in the client's lines (`newline_only`: a bare `\\r`
     does not end one, see `ClientLines`). `last` is `text`'s last line if known."""
     if not isinstance(change, types.TextDocumentContentChangePartial):
-        return change.text, None
+        return Edited(change.text, None, False)
     start, end = change.range.start, change.range.end
     if start == end:
         # Fast path: an insertion at (or past) the end of the text is an append (a tailed log).
@@ -66,11 +76,11 @@ def apply_change(
         tail = text[last_start:]
         at_end = start.line == number and from_client_column(tail, start.character, encoding) == len(tail)
         if start.line > number or at_end:
-            return text + change.text, _after_append(last, text, change.text, newline_only)
+            return Edited(text + change.text, _after_append(last, text, change.text, newline_only), True)
     lines = ClientLines(LogIndex(text), newline_only)
     a = lines.offset(start, encoding)
     b = max(a, lines.offset(end, encoding))
-    return text[:a] + change.text + text[b:], None
+    return Edited(text[:a] + change.text + text[b:], None, False)
 
 
 def apply_changes(
@@ -79,9 +89,12 @@ def apply_changes(
     encoding: str,
     newline_only: bool = False,
     last: LastLine | None = None,
-) -> tuple[str, LastLine | None]:
-    """Apply changes in order, as the protocol requires; returns the text and its last line
-    (None where unknown). Keeping the last line lets each append cost what it appends."""
+) -> Edited:
+    """Apply changes in order, as the protocol requires: the text, its last line (None where
+    unknown) and whether they only appended. Keeping the last line lets each append cost what
+    it appends."""
+    appended = True
     for change in changes:
-        text, last = apply_change(text, change, encoding, newline_only, last)
-    return text, last
+        text, last, appended_now = apply_change(text, change, encoding, newline_only, last)
+        appended = appended and appended_now
+    return Edited(text, last, appended)
