@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -487,9 +488,8 @@ def _throughput_collapse(
     lookback, ratio = int(params["lookback_samples"]), params["collapse_ratio"]
     collapsed: list[int] = []  # positions of samples below the collapse line
     peaks: dict[int, float] = {}
-    for position, sample in enumerate(samples):
-        earlier = [s.generation_throughput for s in samples[max(0, position - lookback) : position]]
-        peak = max(earlier, default=0.0)
+    for position, peak in enumerate(_earlier_peaks([s.generation_throughput for s in samples], lookback)):
+        sample = samples[position]
         if peak >= params["min_peak"] and sample.running > 0 and sample.generation_throughput <= ratio * peak:
             collapsed.append(position)
             peaks[position] = peak
@@ -503,6 +503,21 @@ def _throughput_collapse(
             f"{_span_text(first, last, len(group))}"
         )
         yield first.span, first.line, last.line, len(group), message
+
+
+def _earlier_peaks(values: Sequence[float], lookback: int) -> list[float]:
+    """For each position, the largest of the `lookback` values before it (0 for the first): a
+    sliding-window maximum, linear in the number of values whatever the lookback."""
+    peaks: list[float] = []
+    window: deque[int] = deque()  # positions whose values decrease from the front
+    for position, value in enumerate(values):
+        while window and window[0] < position - lookback:
+            window.popleft()
+        peaks.append(values[window[0]] if window else 0.0)
+        while window and values[window[-1]] <= value:
+            window.pop()
+        window.append(position)
+    return peaks
 
 
 def _consecutive(positions: list[int]) -> Iterable[list[int]]:
@@ -637,13 +652,33 @@ _STAMP_LOOKBACK = 50
 
 def _last_success(index: LogIndex, lo: int, hi: int) -> tuple[int | None, float | None]:
     """The last successful request in [lo, hi) (offsets): its line and time (seconds)."""
-    best = -1
-    for literal in _SUCCESS_LITERALS:
-        best = max(best, index.rfind(literal, lo, hi))
+    best = last_of(index, _SUCCESS_LITERALS, lo, hi)
     if best < 0:
         return None, None
     start = index.line_start_at(best)
     return index.line_of(start), _line_time(index, start, lookback=_STAMP_LOOKBACK)
+
+
+#: The first block `last_of` searches back from its end; each next one is twice as long.
+_BACK_BLOCK = 1 << 16
+
+
+def last_of(index: LogIndex, literals: Sequence[str], lo: int, hi: int, block: int = _BACK_BLOCK) -> int:
+    """The last offset in [lo, hi) where one of `literals` occurs whole (-1 if none), as the
+    largest `rfind` of each would say, but searched back from `hi` a block at a time: a success
+    line shortly before a death costs its distance from it, not the whole run before it (which
+    every analysis of a growing log would read again)."""
+    longest = max(map(len, literals), default=1)
+    end = hi
+    while end > lo:
+        start = max(lo, end - block)
+        # An occurrence starting in [start, end) may reach `longest - 1` past `end`.
+        reach = min(hi, end + longest - 1)
+        found = max(index.rfind(literal, start, reach) for literal in literals)
+        if found >= 0:
+            return found
+        end, block = start, block * 2
+    return -1
 
 
 def _line_time(index: LogIndex, start: int, lookback: int = 5) -> float | None:
