@@ -8,15 +8,10 @@ made here or in a worker process.
 
 from __future__ import annotations
 
-import glob
 import os
 import re
-import traceback
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from itertools import repeat
-from multiprocessing import get_context
 
 from .core.analyze import Analyzer
 from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
@@ -93,6 +88,8 @@ def expand_inputs(arguments: list[str]) -> Inputs:
                 )
             paths += found
         elif argument != "-" and _is_glob(argument) and not os.path.lexists(argument):
+            import glob  # only for a glob argument: keeps `check FILE`'s start-up light
+
             matches = sorted(glob.glob(argument, recursive=True))
             if not matches:
                 problems.append((argument, f"no file matches {argument}"))
@@ -172,6 +169,8 @@ def check_file(
     except HookError:
         raise
     except Exception as err:  # a bug: this file's outcome says so, the others are still checked
+        import traceback
+
         message = f"internal error: {type(err).__name__}: {err}"
         errors = [traceback.format_exc().rstrip("\n")] if options.debug else []
         errors.append(f"vllm-log-lsp: {message} (checking {name}; exit 3; --debug shows the traceback)")
@@ -188,6 +187,11 @@ def check_files(
         for path in paths:
             yield check_file(path, catalog, options, hook)
         return
+    # Imported here: a process pool costs a one-file check's start-up a large share.
+    from concurrent.futures import ProcessPoolExecutor
+    from itertools import repeat
+    from multiprocessing import get_context
+
     # spawn, not fork: the same on every platform, and no lock held by another thread is copied.
     context = get_context("spawn")
     with ProcessPoolExecutor(

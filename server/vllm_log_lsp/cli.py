@@ -9,11 +9,9 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
-import difflib
 import json
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import TextIO
 
@@ -32,7 +30,6 @@ from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
 from .core.model import Analysis, Finding, ResolvedFix
 from .core.source import LogReadError, LogSource, open_log, open_regular, read_regular_text
 from .progress import Progress
-from .report.github import file_commands
 from .report.json_report import (
     EXIT_DEATH,
     EXIT_HEALTHY,
@@ -46,7 +43,6 @@ from .report.json_report import (
     report_json,
     shown_name,
 )
-from .report.sarif import sarif_log
 from .report.text import Style, render_text, summary_table
 
 #: Exit codes (also in `--help`): a readable log with no engine death; a death; the input or the
@@ -174,6 +170,8 @@ def _file_output(form: str, outcome: FileOutcome) -> str:
     if form == "text" and outcome.text is not None:
         return outcome.text + "\n"
     if form == "github":
+        from .report.github import file_commands  # each format's module only when asked
+
         return "".join(line + "\n" for line in file_commands(outcome.entry))
     return ""
 
@@ -183,6 +181,8 @@ def _batch_output(form: str, entries: list[dict], catalog: Catalog, style: Style
     if form == "json":
         return json.dumps(report_json(entries), indent=2) + "\n"
     if form == "sarif":
+        from .report.sarif import sarif_log
+
         return json.dumps(sarif_log(entries, catalog), indent=2) + "\n"
     return "\n" + summary_table(entries, style) + "\n" if len(entries) > 1 else ""
 
@@ -209,6 +209,8 @@ def _html_hook(args: argparse.Namespace, catalog: Catalog) -> AnalysisHook | Non
 def check_streams(args: argparse.Namespace, catalog: Catalog) -> int | None:
     """`--follow`, a live standard input, or files of one run (`--merge`, or evidently one run):
     the exit status (see `streams`); None: the usual check of each file."""
+    if not args.follow and "-" not in args.files and (len(args.files) < 2 or args.merge is False):
+        return None  # one file, or files asked to be checked alone: nothing to follow or merge
     from . import streams
 
     try:
@@ -353,6 +355,8 @@ def cmd_explain(args: argparse.Namespace, catalog: Catalog) -> int:
 
     rule = catalog.rule(args.rule_id) or family_rule(args.rule_id)
     if rule is None:
+        import difflib
+
         close = difflib.get_close_matches(args.rule_id, [r.id for r in catalog.rules], n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(close)}? " if close else ""
         return error(f"no rule {args.rule_id!r} ({hint}see `vllm-log-lsp rules`)")
@@ -597,6 +601,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as err:  # a bug: one line, and a status no diagnosis uses
         if args.debug:
+            import traceback
+
             traceback.print_exc()
         print(
             f"vllm-log-lsp: internal error: {type(err).__name__}: {err} "

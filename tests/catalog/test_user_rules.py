@@ -113,7 +113,7 @@ def test_unreadable_user_file_is_reported(tmp_path: Path) -> None:
 
 
 def test_catastrophic_user_regex_cannot_stall_analysis(tmp_path: Path) -> None:
-    assert catalog_mod.HAS_TIMEOUTS, "the `regex` module provides the time limit"
+    assert catalog_mod.user_engine()[1], "the `regex` module provides the time limit"
     text = (
         '[[rule]]\nid = "evil"\ntitle = "evil"\nfamily = "config"\n'
         "match = ['(a+)+$']\nevidence = ['(x+x+)+y']\n"
@@ -215,8 +215,7 @@ def test_a_narrow_rule_or_a_rule_replacing_its_namesake_is_not_warned_about(tmp_
 @pytest.fixture
 def without_regex(monkeypatch):
     """The engine the VS Code bundle has: stdlib `re`, no time limits."""
-    monkeypatch.setattr(catalog_mod, "_engine", re)
-    monkeypatch.setattr(catalog_mod, "HAS_TIMEOUTS", False)
+    monkeypatch.setattr(catalog_mod, "_USER_ENGINE", (re, False))
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from pressure import V0_LOG, V1_LOG, v0_preemption_log, v1_line_of, v1_pressure_
 from support import HEALTHY, healthy_logs, read_log
 from vllm_log_lsp.core.analyze import analyze
 from vllm_log_lsp.core.catalog import CatalogError
+from vllm_log_lsp.core.datacache import package_text
 from vllm_log_lsp.core.health import (
     HEALTH_FILE,
     LineOffsets,
@@ -119,7 +120,7 @@ def test_health_fixes_never_contradict_the_death_fix() -> None:
 
 
 def test_thresholds_are_catalog_data() -> None:
-    text = HEALTH_FILE.read_text(encoding="utf-8")
+    text = package_text(HEALTH_FILE)
     stricter = parse_health_catalog(text.replace("kv_usage_min = 95.0", "kv_usage_min = 99.5"), "test")
     index = LogIndex(v1_pressure_log())
     health = build_health(index, scan_stats(index), (), index.line_count, (), stricter)
@@ -135,7 +136,7 @@ def test_thresholds_are_catalog_data() -> None:
     ],
 )
 def test_bad_health_catalog_is_refused(change: tuple[str, str], message: str) -> None:
-    text = HEALTH_FILE.read_text(encoding="utf-8")
+    text = package_text(HEALTH_FILE)
     with pytest.raises(CatalogError):
         parse_health_catalog(text.replace(change, message, 1), "test")
 

@@ -10,40 +10,46 @@ Two kinds of files live in `vllm_log_lsp/catalog/`:
   family's match and evidence patterns, e.g. every wording of "out of memory"); a rule that names
   one in `signatures` gets those patterns after its own.
 User rule files use the same `[[rule]]` schema and are tried before the built-in rules. A broken
-file or regex is reported with its file and line and skipped; the rest still loads. Regexes run
-under the `regex` module's time limit so a catastrophic user pattern cannot stall analysis.
+file or regex is reported with its file and line and skipped; the rest still loads. User regexes
+run under the `regex` module's time limit so a catastrophic user pattern cannot stall analysis
+(without `regex`, super-linear ones are refused); built-in ones run on the stdlib engine, which
+imports in a fraction of the time: the test suite keeps each of them linear under both engines.
+The built-in files' TOML is parsed once per version and cached (`datacache`).
 """
 
 from __future__ import annotations
 
+import os
 import re as stdlib_re
 import sys
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from . import datacache
 from .linearity import USER_CHECK_LENGTH, refusal
 from .model import PHASES, UNKNOWN_PHASE, Fix, FixOp, ValueSpec
 from .source import LogReadError, read_regular_text
 from .versions import in_range
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
-_engine: ModuleType
-try:  # `regex` gives time limits; the stdlib engine is the fallback (e.g. in a bundled copy)
-    import regex
+def user_engine() -> tuple[ModuleType, bool]:
+    """The engine of user patterns and whether it has time limits: `regex` when it is installed,
+    else the stdlib's (as in the VS Code bundle). Imported on the first user pattern only."""
+    global _USER_ENGINE
+    if _USER_ENGINE is None:
+        try:
+            import regex
 
-    _engine = regex
-    HAS_TIMEOUTS = True
-except ImportError:  # pragma: no cover - depends on the environment
-    _engine = stdlib_re
-    HAS_TIMEOUTS = False
+            _USER_ENGINE = (regex, True)
+        except ImportError:  # pragma: no cover - depends on the environment
+            _USER_ENGINE = (stdlib_re, False)
+    return _USER_ENGINE
+
+
+_USER_ENGINE: tuple[ModuleType, bool] | None = None
 
 #: User rule files: only regular files (never a FIFO, a device or `/dev/stdin`), at most this big.
 MAX_RULE_FILE_BYTES = 1 << 20
@@ -97,14 +103,21 @@ class Pattern:
 
     __slots__ = ("_compiled", "_required", "abandoned", "limit", "source", "timeout")
 
-    def __init__(self, source: str, timeout: float, compiled: Any = None, limit: int | None = None) -> None:
+    def __init__(
+        self,
+        source: str,
+        timeout: float | None,
+        compiled: Any = None,
+        limit: int | None = None,
+        required: str | None = None,
+    ) -> None:
         self.source = source
-        self.timeout = timeout
+        self.timeout = timeout  # seconds a search may take (an engine with time limits), or None
         self._compiled = compiled
         self.limit = limit  # without time limits, only this many characters are searched
         self.abandoned = 0  # searches given up at the time limit (each counted as no match)
         # User patterns (compiled at load) may use syntax only `regex` knows: not pre-checked.
-        self._required: str | None = None if compiled is None else ""
+        self._required: str | None = "" if compiled is not None else required
 
     @property
     def required(self) -> str:
@@ -116,18 +129,18 @@ class Pattern:
     @property
     def compiled(self) -> Any:
         if self._compiled is None:
-            self._compiled = _engine.compile(self.source)
+            self._compiled = stdlib_re.compile(self.source)  # only built-in patterns compile late
         return self._compiled
 
     def search(self, text: str) -> Any:
         if self.required not in text:
             return None  # no match can lack it
-        try:
-            if HAS_TIMEOUTS:
-                return self.compiled.search(text, timeout=self.timeout)
-            if self.limit is not None:
-                text = text[: self.limit]
+        if self.limit is not None:
+            text = text[: self.limit]
+        if self.timeout is None:
             return self.compiled.search(text)
+        try:
+            return self.compiled.search(text, timeout=self.timeout)
         except TimeoutError:
             self.abandoned += 1
             return None
@@ -137,6 +150,9 @@ class Pattern:
 
 
 # `re`'s parser; type checkers read it under its old public name, which typeshed describes.
+if TYPE_CHECKING:
+    from pathlib import Path
+
 if TYPE_CHECKING or sys.version_info < (3, 11):
     import sre_constants as _sre
     import sre_parse as _sre_parse
@@ -190,9 +206,27 @@ def _mandatory_runs(items: list) -> list[str]:
     return runs
 
 
-def compile_pattern(source: str, timeout: float = BUILTIN_REGEX_TIMEOUT, eager: bool = True) -> Pattern:
-    """A Pattern; `eager` compiles now (raising on a bad regex), else on first use."""
-    return Pattern(source, timeout, _engine.compile(source) if eager else None)
+def compile_pattern(source: str, eager: bool = True, required: str | None = None) -> Pattern:
+    """A built-in Pattern (the stdlib engine, linear by the test suite's check); `eager` compiles
+    now (raising on a bad regex), else on first use. `required`: its `required_literal`, if known."""
+    return Pattern(source, None, stdlib_re.compile(source) if eager else None, required=required)
+
+
+class RefusedPattern(ValueError):
+    """A user pattern that no time limit could stop (no `regex` installed) is super-linear."""
+
+
+def compile_user_pattern(source: str) -> Pattern:
+    """A user's Pattern, compiled now (raising on a bad regex or, without time limits, on a
+    super-linear one: RefusedPattern). With `regex` it searches under a time limit;
+    without, only the first USER_TEXT_LIMIT characters of a text."""
+    engine, timed = user_engine()
+    compiled = engine.compile(source)
+    if timed:
+        return Pattern(source, USER_REGEX_TIMEOUT, compiled)
+    if (why := refusal(source)) is not None:
+        raise RefusedPattern(why)
+    return Pattern(source, None, compiled, limit=USER_TEXT_LIMIT)
 
 
 @dataclass(frozen=True)
@@ -285,7 +319,8 @@ class Catalog:
     errors: list[CatalogError] = field(default_factory=list)
     warnings: list[CatalogError] = field(default_factory=list)  # rules that load but may mislead
     _rules: list[Rule] = field(default_factory=list)
-    _pending: list[tuple[str, str]] = field(default_factory=list)  # built-in rule files not parsed yet
+    # Built-in rule files not parsed yet: (name, text, whether the cache may hold its parse).
+    _pending: list[tuple[str, str, bool]] = field(default_factory=list)
     # The language server classifies in several threads; files must be added in priority order.
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     # Frame text -> the phases its `phase_frame` markers tell (see `frame_phases`).
@@ -315,8 +350,8 @@ class Catalog:
         with self._lock:
             if not self._pending:
                 return  # another thread parsed the last file meanwhile
-            where, text = self._pending[0]
-            rules, _, errors = load_rule_text(text, where)
+            where, text, cached = self._pending[0]
+            rules, _, errors = load_rule_text(text, where, cached=cached)
             self._rules.extend(rules)
             self.errors.extend(errors)
             del self._pending[0]
@@ -442,19 +477,15 @@ def _compile_all(
     patterns = []
     user = timeout == USER_REGEX_TIMEOUT
     for source in sources:
+        if not user:  # checked by the test suite; compiled on first use
+            patterns.append(compile_pattern(source, eager=False, required=_REQUIRED.get(source)))
+            continue
         try:
-            # Built-in regexes are checked by the test suite; users' are checked here.
-            pattern = compile_pattern(source, timeout, eager=user)
+            patterns.append(compile_user_pattern(source))
+        except RefusedPattern as err:  # no time limit would stop it (no `regex` installed)
+            errors.append(CatalogError(where, line, f"regex {source!r} refused without `regex`: {err}"))
         except Exception as err:  # regex.error / re.error
             errors.append(CatalogError(where, line, f"regex {source!r} does not compile: {err}"))
-            continue
-        if user and not HAS_TIMEOUTS:
-            # No time limit to stop a catastrophic pattern (the VS Code bundle has no `regex`).
-            if (why := refusal(source)) is not None:
-                errors.append(CatalogError(where, line, f"regex {source!r} refused without `regex`: {why}"))
-                continue
-            pattern.limit = USER_TEXT_LIMIT
-        patterns.append(pattern)
     return tuple(patterns)
 
 
@@ -735,13 +766,14 @@ def _own_samples_fail(rule: Rule, where: str) -> CatalogError | None:
 
 
 def load_rule_text(
-    text: str, where: str, *, user: bool = False
+    text: str, where: str, *, user: bool = False, cached: bool = False
 ) -> tuple[list[Rule], dict[str, list[Marker]], list[CatalogError]]:
-    """Parse one rule file's text. Never raises: problems come back as CatalogErrors."""
+    """Parse one rule file's text (`cached`: a built-in file, whose parse the cache may hold).
+    Never raises: problems come back as CatalogErrors."""
     errors: list[CatalogError] = []
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
+        data = datacache.toml_data(where, text) if cached else datacache.parse_toml(text)
+    except ValueError as err:  # tomllib.TOMLDecodeError
         line = getattr(err, "lineno", None)
         if line is None:
             found = stdlib_re.search(r"at line (\d+)", str(err))
@@ -780,28 +812,46 @@ def load_rule_text(
 MARKERS_FILE = "markers.toml"
 
 # The catalog ships as files next to the package (also in the VS Code bundle); a plain path is
-# enough, and importlib.resources would cost the CLI's start-up a noticeable share.
-CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalog"
+# enough, and importlib.resources (or pathlib) would cost the CLI's start-up a noticeable share.
+CATALOG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "catalog")
 
 
 def _builtin_files() -> list[tuple[str, str]]:
-    entries = sorted(CATALOG_DIR.glob("*.toml"), key=lambda e: e.name)
-    return [(f"catalog/{e.name}", e.read_text(encoding="utf-8")) for e in entries]
+    names = sorted(name for name in os.listdir(CATALOG_DIR) if name.endswith(".toml"))
+    texts = []
+    for name in names:
+        with open(os.path.join(CATALOG_DIR, name), encoding="utf-8") as handle:
+            texts.append((f"catalog/{name}", handle.read()))
+    return texts
 
 
 _BUILTIN: Catalog | None = None
 
 
 def builtin_catalog() -> Catalog:
-    """The shipped catalog (loaded once)."""
+    """The shipped catalog (loaded once; its parse cached per version, see `datacache`)."""
     global _BUILTIN
     if _BUILTIN is None:
-        _BUILTIN = build_catalog(_builtin_files(), [])
+        _BUILTIN = build_catalog(_builtin_files(), [], cached=True)
     return _BUILTIN
 
 
-def build_catalog(builtin: Iterable[tuple[str, str]], user: Iterable[tuple[str, str]]) -> Catalog:
-    """A catalog from (name, text) pairs: user rules first, then built-in rules in file order."""
+#: The literal each built-in pattern requires (`required_literal`), kept in the cache: finding it
+#: parses the regex, which costs about as much as compiling it. Filled by `_learn_required`.
+_REQUIRED: dict[str, str] = {}
+
+
+def build_catalog(
+    builtin: Iterable[tuple[str, str]], user: Iterable[tuple[str, str]], *, cached: bool = False
+) -> Catalog:
+    """A catalog from (name, text) pairs: user rules first, then built-in rules in file order.
+
+    `cached`: the built-in pairs are the package's own files, whose parse (and their patterns'
+    required literals) `datacache` keeps; a file the cache did not know is parsed whole at once
+    and the cache rewritten."""
+    builtin = list(builtin)
+    if cached:
+        _learn_required(builtin)
     catalog = Catalog()
     user_rules: list[Rule] = []
     for where, text in user:
@@ -811,14 +861,38 @@ def build_catalog(builtin: Iterable[tuple[str, str]], user: Iterable[tuple[str, 
     catalog._rules = user_rules
     for where, text in builtin:
         if not where.endswith(MARKERS_FILE):
-            catalog._pending.append((where, text))  # parsed when a rule is needed
+            catalog._pending.append((where, text, cached))  # parsed when a rule is needed
             continue
-        rules, markers, errors = load_rule_text(text, where)
+        rules, markers, errors = load_rule_text(text, where, cached=cached)
         catalog._rules.extend(rules)
         catalog.errors.extend(errors)
         for kind, items in markers.items():
             catalog.markers.setdefault(kind, []).extend(items)
     return catalog
+
+
+def _learn_required(builtin: list[tuple[str, str]]) -> None:
+    """Fill `_REQUIRED` from the cache; for a file the cache does not know (a new version, an
+    edited catalog), parse the file now, find its patterns' literals and save the cache."""
+    code = datacache.stamp(__file__)  # the code that finds them (a source checkout changes it)
+    missed = False
+    for where, text in builtin:
+        known = datacache.derived("required-literals", code, where, text)
+        if known is None:
+            rules, markers, _ = load_rule_text(text, where, cached=True)
+            known = {p.source: p.required for p in _patterns_of(rules, markers)}
+            datacache.keep_derived("required-literals", code, where, text, known)
+            missed = True
+        _REQUIRED.update(known)
+    if missed:
+        datacache.save()
+
+
+def _patterns_of(rules: list[Rule], markers: dict[str, list[Marker]]) -> Iterator[Pattern]:
+    for rule in rules:
+        yield from (*rule.match, *rule.frames, *rule.context, *rule.evidence)
+    for marker in (m for kind in markers.values() for m in kind):
+        yield from (p for p in (marker.pattern, marker.reason, marker.details_for) if p is not None)
 
 
 def catalog_with_user_files(paths: Iterable[str | Path]) -> Catalog:
@@ -834,7 +908,7 @@ def catalog_with_user_files(paths: Iterable[str | Path]) -> Catalog:
             user.append((str(path), read_regular_text(str(path), MAX_RULE_FILE_BYTES)))
         except (OSError, LogReadError) as err:
             errors.append(CatalogError(str(path), None, f"cannot read rule file: {err}"))
-    catalog = build_catalog(_builtin_files(), user)
+    catalog = build_catalog(_builtin_files(), user, cached=True)
     catalog.errors[:0] = errors
     catalog.warnings.extend(broad_rule_warnings(catalog))
     return catalog

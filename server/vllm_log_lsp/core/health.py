@@ -9,14 +9,13 @@ last line.
 
 from __future__ import annotations
 
-import sys
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from . import datacache
 from .catalog import CatalogError, _parse_fix
 from .context import read_context
 from .lines import parse_line
@@ -27,12 +26,7 @@ from .text import LogIndex
 from .values import resolve_op
 from .versions import in_range, parse_version
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-HEALTH_FILE = Path(__file__).resolve().parent.parent / "catalog" / "health" / "health.toml"
+HEALTH_FILE = "catalog/health/health.toml"  # in the package
 _SEVERITIES = ("information", "warning")  # never "error"
 
 
@@ -175,15 +169,16 @@ def health_catalog() -> HealthCatalog:
     """The shipped health conditions (loaded once)."""
     global _CATALOG
     if _CATALOG is None:
-        _CATALOG = parse_health_catalog(HEALTH_FILE.read_text(encoding="utf-8"), "catalog/health/health.toml")
+        _CATALOG = parse_health_catalog(datacache.package_text(HEALTH_FILE), HEALTH_FILE, cached=True)
     return _CATALOG
 
 
-def parse_health_catalog(text: str, where: str) -> HealthCatalog:
-    """Parse a health catalog; a bad entry raises CatalogError naming it."""
+def parse_health_catalog(text: str, where: str, *, cached: bool = False) -> HealthCatalog:
+    """Parse a health catalog (`cached`: the shipped one, whose parse the cache may hold); a bad
+    entry raises CatalogError naming it."""
     try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
+        raw = datacache.toml_data(where, text) if cached else datacache.parse_toml(text)
+    except ValueError as err:  # tomllib.TOMLDecodeError
         raise CatalogError(where, None, f"invalid TOML: {err}") from None
     fixes: dict[str, Fix] = {}
     for entry in raw.get("fix", []):

@@ -18,17 +18,17 @@ from __future__ import annotations
 import bisect
 import functools
 import json
+import os
 import re
 import struct
 import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from .versions import Version, parse_version
 
-DATA_FILE = Path(__file__).resolve().parent.parent / "mined" / "messages.idx"
+DATA_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mined", "messages.idx")
 
 _WORD = re.compile(r"[A-Za-z0-9_]+")
 # Messages are looked at only this far: the exception line, not a pasted tensor dump.
@@ -350,7 +350,8 @@ def message_index() -> MessageIndex:
         with _LOCK:
             if _INDEX is None:
                 try:
-                    _INDEX = MessageIndex(DATA_FILE.read_bytes())
+                    with open(DATA_FILE, "rb") as handle:
+                        _INDEX = MessageIndex(handle.read())
                 except (OSError, ValueError, struct.error):  # a bundle without the file still works
                     _INDEX = MessageIndex.empty()
     return _INDEX

@@ -10,22 +10,16 @@ error. Catalog rules always win: this is consulted only for what they do not rec
 from __future__ import annotations
 
 import re
-import sys
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 
+from . import datacache
 from .catalog import BUILTIN_REGEX_TIMEOUT, CatalogError, Rule, _parse_rule
 from .mined import MessageMatch, Template, message_index
 from .model import ExceptionEvent, MessageOrigin
 from .versions import Version
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
-
-FAMILIES_FILE = Path(__file__).resolve().parent.parent / "mined" / "families.toml"
+FAMILIES_FILE = "mined/families.toml"  # in the package
 
 # A family rule is reached through the mined index, never by its own pattern.
 _NEVER = "(?!)"
@@ -48,11 +42,13 @@ class Family:
         return template.kind in self.kinds or module.startswith(self.modules)
 
 
-def load_families(text: str, where: str) -> tuple[list[Family], list[CatalogError]]:
-    """Families from TOML text (the rule schema plus `kinds` and `modules`)."""
+def load_families(text: str, where: str, *, cached: bool = False) -> tuple[list[Family], list[CatalogError]]:
+    """Families from TOML text (the rule schema plus `kinds` and `modules`; `cached`: the shipped
+    file, whose parse the cache may hold)."""
     errors: list[CatalogError] = []
     families = []
-    for raw in tomllib.loads(text).get("family", []):
+    data = datacache.toml_data(where, text) if cached else datacache.parse_toml(text)
+    for raw in data.get("family", []):
         modules = tuple(raw.get("modules", ()))
         shown = ", ".join(f"`{m}`" for m in modules)
         table = dict(raw, match=[_NEVER], fix=raw.get("fix", []))
@@ -77,7 +73,7 @@ def families() -> list[Family]:
         with _LOCK:
             if _FAMILIES is None:
                 loaded, errors = load_families(
-                    FAMILIES_FILE.read_text(encoding="utf-8"), "mined/families.toml"
+                    datacache.package_text(FAMILIES_FILE), FAMILIES_FILE, cached=True
                 )
                 if errors:  # the test suite keeps the shipped file valid
                     raise errors[0]

@@ -1,0 +1,219 @@
+"""The package's own data files, parsed once per version and kept in the user's cache folder.
+
+Parsing the catalog's TOML (and importing the TOML parser) is most of a short `check`'s work;
+its result is plain data, so it is kept as `marshal` data of plain values (dicts, lists,
+strings, numbers) in one file per package and Python version, with what is derived from it
+that costs as much again (the literal each built-in regex requires, see
+`catalog.required_literal`).
+
+A cached entry is used only for a file of the same name, length and CRC-32 (the text is read
+anyway, for line numbers), by the same package version and the same code that derived it (the
+`stamp` of the deriving module: size and mtime, for a source checkout). Anything else — an old,
+corrupt, truncated or foreign cache file — is ignored and rewritten; a cache folder that cannot
+be written is no error, the data is then parsed each time. Nothing in the cache is ever run:
+only plain values are written, and what is read is used as values (unlike pickle, marshal
+data calls nothing while it loads).
+
+`VLLM_LOG_LSP_CACHE_DIR` chooses the folder (empty: no cache); else `$XDG_CACHE_HOME/vllm-log-lsp`,
+`~/.cache/vllm-log-lsp` (`%LOCALAPPDATA%` on Windows).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+import sys
+import threading
+import zlib
+from typing import Any
+
+from .. import __version__
+
+#: Bump when the layout of the cache file changes.
+FORMAT = 1
+_MAGIC = b"vllm-log-lsp data cache\n"
+#: Values a cache may hold (what TOML parses to, minus dates, which are not cached).
+_PLAIN = (str, int, float, bool, type(None))
+
+_lock = threading.Lock()
+_loaded: dict[str, Any] | None = None  # the cache file's contents, read on first use
+_dirty = False  # something was added since it was read
+
+
+#: The package's folder: its data files live under it (`catalog/`, `mined/`).
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def package_text(relative: str) -> str:
+    """The text of one of the package's data files (`catalog/health/health.toml`)."""
+    with open(os.path.join(PACKAGE_DIR, relative), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def cache_dir() -> str | None:
+    """The folder of the cache, or None when caching is off (`VLLM_LOG_LSP_CACHE_DIR=`)."""
+    chosen = os.environ.get("VLLM_LOG_LSP_CACHE_DIR")
+    if chosen is not None:
+        return chosen or None
+    base = os.environ.get("XDG_CACHE_HOME") or (
+        os.environ.get("LOCALAPPDATA") if sys.platform == "win32" else None
+    )
+    if not base:
+        home = os.path.expanduser("~")
+        if home == "~":  # no home folder to cache in
+            return None
+        base = os.path.join(home, ".cache")
+    return os.path.join(base, "vllm-log-lsp")
+
+
+def cache_path() -> str | None:
+    """The cache file of this package and Python version, or None when caching is off."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    python = f"{sys.implementation.name}{sys.version_info[0]}{sys.version_info[1]}"
+    return os.path.join(folder, f"data-{__version__}-{python}.marshal")
+
+
+def stamp(path: str) -> tuple[int, int]:
+    """What identifies a file's version cheaply: its size and modification time (ns)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (info.st_size, info.st_mtime_ns)
+
+
+def _key(text: str) -> tuple[int, int]:
+    return (len(text), zlib.crc32(text.encode("utf-8", "surrogatepass")))
+
+
+def _read() -> dict[str, Any]:
+    """The cache's sections (`{}` when there is none or it is unusable)."""
+    path = cache_path()
+    if path is None:
+        return {}
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return {}
+    if not raw.startswith(_MAGIC) or len(raw) < len(_MAGIC) + 4:
+        return {}
+    body = raw[len(_MAGIC) + 4 :]
+    if int.from_bytes(raw[len(_MAGIC) : len(_MAGIC) + 4], "little") != zlib.crc32(body):
+        return {}  # truncated or corrupt
+    try:
+        data = marshal.loads(body)
+    except Exception:  # ValueError, EOFError, TypeError: not marshal data of this Python
+        return {}
+    # Only values come out of marshal data (a code object would be a value too, never run).
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return {}
+    return data
+
+
+def _is_plain(value: Any) -> bool:
+    """Only dicts, lists and plain values (never a code object or anything else marshal makes)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif kind not in _PLAIN:
+            return False
+    return True
+
+
+def _sections() -> dict[str, Any]:
+    global _loaded
+    if _loaded is None:
+        _loaded = _read()
+        _loaded["format"] = FORMAT
+    return _loaded
+
+
+def save() -> bool:
+    """Write what was added to the cache (atomically: a reader sees the old file or the new one).
+    False when nothing was written (nothing new, caching off, or the folder is not writable)."""
+    global _dirty
+    with _lock:
+        path = cache_path()
+        if not _dirty or path is None or _loaded is None:
+            return False
+        try:
+            body = marshal.dumps(_loaded)
+        except ValueError:  # a value marshal cannot hold: keep nothing rather than part
+            return False
+        temporary = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(temporary, "wb") as handle:
+                handle.write(_MAGIC + zlib.crc32(body).to_bytes(4, "little") + body)
+            os.replace(temporary, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            return False
+        _dirty = False
+        return True
+
+
+def toml_data(where: str, text: str) -> dict[str, Any]:
+    """`tomllib.loads(text)` of the package's data file `where`, from the cache when the cache saw
+    this very text (a new parse is saved). Raises TOMLDecodeError as tomllib does."""
+    global _dirty
+    key = _key(text)
+    with _lock:
+        entry = _sections().setdefault("toml", {}).get(where)
+        if entry is not None and entry[0] == key[0] and entry[1] == key[1]:
+            return entry[2]
+    data = parse_toml(text)
+    if _is_plain(data):  # a date, for instance, is not kept
+        with _lock:
+            _sections()["toml"][where] = [key[0], key[1], data]
+            _dirty = True
+        save()
+    return data
+
+
+def parse_toml(text: str) -> dict[str, Any]:
+    """`tomllib.loads` (`tomli` before Python 3.11), the parser imported on first use."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+    return tomllib.loads(text)
+
+
+def derived(section: str, code_stamp: Any, where: str, text: str) -> dict[str, Any] | None:
+    """What `keep_derived` kept for file `where` with this very text, derived by code whose
+    version is `code_stamp` (e.g. `stamp(__file__)` of the module that derives it); else None."""
+    key = [*_key(text), list(code_stamp)]
+    with _lock:
+        entry = _sections().get(section, {}).get(where)
+    if entry is None or entry[:3] != key:
+        return None
+    return entry[3]
+
+
+def keep_derived(section: str, code_stamp: Any, where: str, text: str, values: dict[str, Any]) -> None:
+    """Keep `values` derived from file `where`'s text (see `derived`); `save()` writes them."""
+    global _dirty
+    if not _is_plain(values):
+        return
+    with _lock:
+        _sections().setdefault(section, {})[where] = [*_key(text), list(code_stamp), values]
+        _dirty = True
+
+
+def forget() -> None:
+    """Drop what was read, so the next use reads the cache file again (for tests)."""
+    global _loaded, _dirty
+    with _lock:
+        _loaded, _dirty = None, False

@@ -1,0 +1,87 @@
+"""`check` imports only what it uses: a short log's check is mostly start-up, so the language
+server, the launch-script editors, the other report formats, the process pool, the TOML parser
+(the catalog's parse is cached) and `regex` (user patterns only) stay unimported."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import FORMATS
+
+CRASH = FORMATS / "tp2-worker-oom.log"
+# Runs the CLI as `vllm-log-lsp` does, then names every module it imported (on stderr).
+PROBE = (
+    "import sys; from vllm_log_lsp.cli import main; status = main(sys.argv[1:]); "
+    "print(' '.join(sorted(sys.modules)), file=sys.stderr); sys.exit(status)"
+)
+NEVER_FOR_CHECK = (
+    "pygls",
+    "lsprotocol",
+    "vllm_log_lsp.lsp",
+    "vllm_log_lsp.launch",
+    "vllm_log_lsp.streams",
+    "vllm_log_lsp.report.html",
+    "vllm_log_lsp.report.sarif",
+    "vllm_log_lsp.report.github",
+    "concurrent.futures",
+    "multiprocessing",
+    "yaml",
+    "tomllib",
+    "tomli",
+    "regex",
+    "pathlib",
+    "difflib",
+)
+
+
+def _imported(*arguments: str, cache: Path) -> tuple[set[str], str]:
+    env = dict(os.environ, VLLM_LOG_LSP_CACHE_DIR=str(cache))
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *arguments], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return set(done.stderr.split()), done.stdout
+
+
+def _loaded(modules: set[str], name: str) -> bool:
+    return any(m == name or m.startswith(name + ".") for m in modules)
+
+
+def test_check_of_one_log_imports_only_what_it_uses(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    _imported("check", "--format", "json", str(CRASH), cache=cache)  # the first run fills the cache
+    modules, out = _imported("check", "--format", "json", str(CRASH), cache=cache)
+    assert json.loads(out)["files"][0]["incidents"][0]["root_cause"]["cause"] == "oom-serving"
+    assert [name for name in NEVER_FOR_CHECK if _loaded(modules, name)] == []
+    assert "vllm_log_lsp.core.analyze" in modules  # (the probe saw the check's own modules)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "needed"),
+    [
+        (["--format", "sarif"], "vllm_log_lsp.report.sarif"),
+        (["--format", "github"], "vllm_log_lsp.report.github"),
+        (["--merge", str(CRASH)], "vllm_log_lsp.streams"),
+    ],
+)
+def test_what_an_option_needs_is_imported_when_asked(
+    tmp_path: Path, arguments: list[str], needed: str
+) -> None:
+    modules, _ = _imported("check", *arguments, str(CRASH), cache=tmp_path / "cache")
+    assert needed in modules
+
+
+def test_a_user_rule_file_brings_the_engine_with_time_limits(tmp_path: Path) -> None:
+    pytest.importorskip("regex")
+    rules = tmp_path / "mine.toml"
+    rules.write_text('[[rule]]\nid = "mine"\ntitle = "Mine"\nfamily = "config"\nmatch = ["never seen"]\n')
+    modules, _ = _imported(
+        "check", "--rules", str(rules), "--format", "json", str(CRASH), cache=tmp_path / "c"
+    )
+    assert "regex" in modules and ("tomllib" in modules or "tomli" in modules)
