@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 
 from .core.analyze import Analyzer
 from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
 from .core.linebreaks import NewlineLines
 from .core.model import Analysis
+from .core.records import dataclass, field
 from .core.source import LogReadError, LogSource, open_log
 from .report.json_report import INTERNAL_ERROR, NO_BARE_CR, error_json, file_json, shown_name
 from .report.text import Style, render_text

@@ -22,7 +22,6 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import BinaryIO
 
 from .core.analyze import analyze
@@ -30,6 +29,7 @@ from .core.catalog import Catalog
 from .core.follow import MAX_KEPT_CHARS, Death, Follower, with_only
 from .core.merge import MergedNumbering, Part, merge_logs, one_run, read_part, saw_start, writers
 from .core.model import Finding
+from .core.records import replace
 from .core.source import (
     MAX_STREAM_BYTES,
     LogReadError,

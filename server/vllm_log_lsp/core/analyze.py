@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import replace
 
 from . import catalog as catalog_mod
 from .catalog import Catalog
@@ -35,6 +34,7 @@ from .jsonlog import Transcriber, looks_like_json_log
 from .linebreaks import NewlineLines
 from .lines import learn_outer_prefix, learned_prefix, parse_line
 from .model import Analysis, ExceptionEvent, Finding, Precursor, RunSegment, Span
+from .records import replace
 from .scan import Candidate, Scan, scan_lines, truncate_scan
 from .source import first_invalid_utf8
 from .stats import StatsScan, scan_stats

@@ -24,13 +24,13 @@ import re as stdlib_re
 import sys
 import threading
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from . import datacache
 from .linearity import USER_CHECK_LENGTH, refusal
 from .model import PHASES, UNKNOWN_PHASE, Fix, FixOp, ValueSpec
+from .records import dataclass, field
 from .source import LogReadError, read_regular_text
 from .versions import in_range
 

@@ -16,13 +16,13 @@ log's own: `Death.numbering` maps the kept text's lines back to them.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, replace
 
 from .analyze import Analyzer
 from .catalog import Catalog
 from .incidents import LATE_WINDOW
 from .linebreaks import NewlineLines, Numbering
 from .model import Analysis, Finding
+from .records import dataclass, replace
 
 #: How much text is kept at most (characters), and how much of a run's start survives a trim
 #: (at most a quarter of the kept text).

@@ -12,7 +12,6 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from . import datacache
@@ -21,6 +20,7 @@ from .context import read_context
 from .lines import parse_line
 from .model import Finding, Fix, ResolvedFix, RunContext, Span
 from .outline import run_boundaries
+from .records import dataclass
 from .stats import PreemptionWarning, Series, StatsSample, StatsScan, read_time, series_of
 from .text import LogIndex
 from .values import resolve_op

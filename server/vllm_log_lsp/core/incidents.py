@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field, replace
 
 from . import catalog as catalog_mod
 from .catalog import Catalog, Marker
 from .lines import parse_line
 from .model import Confidence, Considered, ExceptionEvent, LogLine, Precursor, Symptom
+from .records import dataclass, field, replace
 from .scan import FATAL_LEVELS, MAX_LINE, Candidate, Scan
 from .text import LogIndex
 from .tracebacks import Traceback

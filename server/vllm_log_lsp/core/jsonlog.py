@@ -26,9 +26,9 @@ import bisect
 import json
 import re
 from array import array
-from dataclasses import dataclass
 
 from .linebreaks import NewlineLines
+from .records import dataclass
 from .text import Text
 
 # How far into a line a runtime's prefix (`svc  | `, a CRI timestamp) may push the object.

@@ -18,11 +18,12 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 # The parser behind `re` (private, but stable for years; only used for this analysis). Type
 # checkers read it under its old public name, which typeshed describes.
+from .records import dataclass
+
 if TYPE_CHECKING or sys.version_info < (3, 11):
     import sre_parse as _sre_parse
     from sre_constants import MAXREPEAT

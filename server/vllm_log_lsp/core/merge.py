@@ -19,11 +19,11 @@ import heapq
 import re
 from array import array
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 
 from .catalog import Catalog
 from .jsonlog import Transcriber, looks_like_json_log
 from .linebreaks import NewlineLines
+from .records import dataclass, field
 
 # vLLM's header time (after the level) and a runtime's full timestamp at the line start.
 _HEADER_TIME = re.compile(

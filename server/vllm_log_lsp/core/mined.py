@@ -24,8 +24,8 @@ import struct
 import threading
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 
+from .records import dataclass
 from .versions import Version, parse_version
 
 DATA_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mined", "messages.idx")

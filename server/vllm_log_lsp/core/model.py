@@ -2,50 +2,19 @@
 
 Every position is (0-based line, column) in the original text, with the column counted in Python
 code points of that line. Adapters convert columns to the client's encoding (UTF-16 or UTF-8).
-The dataclasses are plain and frozen so that results can be shared across threads and cached.
+The dataclasses (`records`: `dataclasses`' behaviour at a fraction of its start-up cost) are
+plain and frozen so that results can be shared across threads and cached.
 """
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal
+
+from .records import dataclass, field
 
 if TYPE_CHECKING:
     from .health import Health
     from .jsonlog import TranscriptLines
-
-_Class = TypeVar("_Class", bound=type)
-
-
-def quick_init(cls: _Class) -> _Class:
-    """Give a frozen dataclass an `__init__` that stores the fields in the instance's `__dict__`.
-
-    The generated one calls `object.__setattr__` once per field (frozen classes refuse plain
-    assignment), which makes building one ~5-10× slower than a tuple; the classes made once per
-    parsed log line (a line, its spans, frames, stats samples) are built millions of times on a
-    big log. Same parameters, defaults and result; instances stay frozen. Only for classes
-    without `__post_init__`, default factories or keyword-only fields (refused here).
-    """
-    params, body, defaults = [], [], {}
-    for item in fields(cls):
-        if item.default_factory is not MISSING or item.kw_only or not item.init:
-            raise TypeError(f"quick_init: {cls.__name__}.{item.name} is not a plain field")
-        if item.default is MISSING:
-            params.append(item.name)
-        else:
-            defaults[f"_default_{item.name}"] = item.default
-            params.append(f"{item.name}=_default_{item.name}")
-        body.append(f"    store[{item.name!r}] = {item.name}")
-    if hasattr(cls, "__post_init__") or "__slots__" in cls.__dict__:
-        raise TypeError(f"quick_init: {cls.__name__} has __post_init__ or slots")
-    source = f"def __init__(self, {', '.join(params)}):\n    store = self.__dict__\n" + "\n".join(body)
-    namespace: dict[str, object] = dict(defaults)
-    exec(source, namespace)  # our own field names only: the same way dataclasses builds __init__
-    init = namespace["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
-    cls.__init__ = init  # type: ignore[misc]
-    return cls
-
 
 Severity = Literal["error", "warning", "information", "hint"]
 
@@ -78,7 +47,6 @@ PHASE_TITLES: dict[str, str] = {
 }
 
 
-@quick_init
 @dataclass(frozen=True)
 class Span:
     """A range on one line: columns are code-point offsets into that line's text."""
@@ -88,7 +56,6 @@ class Span:
     end: int
 
 
-@quick_init
 @dataclass(frozen=True)
 class LogLine:
     """One line of the log with its prefixes taken apart.
@@ -117,7 +84,6 @@ class LogLine:
         return Span(self.number, min(self.message_col, end), end)
 
 
-@quick_init
 @dataclass(frozen=True)
 class Frame:
     """One `File "...", line N, in func` entry of a traceback."""

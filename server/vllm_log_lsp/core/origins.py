@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass
 
 from . import datacache
 from .catalog import BUILTIN_REGEX_TIMEOUT, CatalogError, Rule, _parse_rule
 from .mined import MessageMatch, Template, message_index
 from .model import ExceptionEvent, MessageOrigin
+from .records import dataclass
 from .versions import Version
 
 FAMILIES_FILE = "mined/families.toml"  # in the package

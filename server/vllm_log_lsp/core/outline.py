@@ -7,12 +7,12 @@ Built on demand (document symbols), not by `analyze`: a phase marker is looked u
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from .catalog import Catalog, builtin_catalog
 from .lines import parse_line
 from .model import PHASE_TITLES, Analysis, Finding, PhaseMark
 from .phase import timeline_with_deaths
+from .records import dataclass
 from .text import LogIndex, Text
 
 # Start-up markers live in the first part of a run; shutdown markers in the last part.

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from .model import Finding, Precursor
+from .records import dataclass
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,11 @@ the traceback be read forward, following one writer, and its lines are then skip
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-
 from .catalog import Catalog, Marker
 from .lines import parse_line
 from .model import ExceptionEvent, LogLine, Precursor, Symptom
 from .prefilter import candidate_lines
+from .records import dataclass, field, replace
 from .text import LogIndex
 from .tracebacks import TRACEBACK_HEADER, Traceback, read_traceback, standalone_exception
 

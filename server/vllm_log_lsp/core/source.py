@@ -23,9 +23,9 @@ import stat
 import sys
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import BinaryIO, Protocol
 
+from .records import dataclass, field
 from .text import Buffer
 
 #: A plain file at least this big is mapped into memory instead of read: the analysis touches

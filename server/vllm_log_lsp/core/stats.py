@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from .lines import parse_line
-from .model import Span, quick_init
+from .model import Span
 from .outline import run_boundaries
 from .prefilter import candidate_lines
+from .records import dataclass, field, replace
 from .text import LogIndex
 
 STATS_LITERAL = "Avg prompt throughput: "
@@ -64,7 +64,6 @@ _STAMP = re.compile(
 _NO_YEAR = 2000
 
 
-@quick_init
 @dataclass(frozen=True)
 class StatsSample:
     """One stats line: what one engine (or all, aggregated) reported for the last interval."""

@@ -11,10 +11,10 @@ first link is the original exception. Python 3.10–3.14 styles are understood: 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from .lines import parse_line
 from .model import ExceptionEvent, Frame, LogLine, Span
+from .records import dataclass, field
 from .text import LogIndex
 
 TRACEBACK_HEADER = "Traceback (most recent call last):"

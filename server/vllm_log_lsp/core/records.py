@@ -1,0 +1,250 @@
+"""`dataclass`, `field` and `replace` for the subset of `dataclasses` the analysis core uses, at a
+fraction of its start-up cost.
+
+A short `check` is mostly start-up, and `dataclasses` is most of that: importing it costs about
+what Python's own start does, and each class it makes compiles five or six generated methods
+(several milliseconds for the ~50 classes on the `check` path). Here only `__init__` is
+generated per class (it stores the fields straight into the instance's `__dict__`, which also
+makes the per-line classes quick to build), and only for a class a run builds many times
+(`GENERATE_AFTER`; until then a generic one binds the same arguments); equality, hashing,
+`repr` and frozenness are shared methods that read the class's field list.
+
+The behaviour is that of `dataclasses` for what is supported: fields from annotations in
+order, defaults and `field(default_factory=..., repr=..., compare=...)`; `__eq__` compares
+the fields of two instances of the same class as a tuple; frozen classes refuse assignment
+(`FrozenInstanceError`, an AttributeError) and hash their compared fields, other classes are
+unhashable; `repr` is `Class(name=value, ...)`; methods the class defines itself are kept.
+Not supported (refused): inheritance from another record, `__post_init__`, `__slots__`.
+`tests/core/test_records.py` checks every record class against a `dataclasses` twin.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # type checkers read `dataclass` as they read `dataclasses.dataclass` (PEP 681)
+    from typing_extensions import dataclass_transform
+else:
+
+    def dataclass_transform(**_: Any) -> Any:
+        return lambda decorated: decorated
+
+
+_Class = TypeVar("_Class", bound=type)
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+class FrozenInstanceError(AttributeError):
+    """Assignment to a field of a frozen record."""
+
+
+class Field:
+    """One field of a record: its name, default or default factory, and whether `repr` shows it
+    and `==` compares it."""
+
+    __slots__ = ("compare", "default", "default_factory", "name", "repr")
+
+    def __init__(
+        self, default: Any = MISSING, default_factory: Any = MISSING, repr: bool = True, compare: bool = True
+    ) -> None:
+        if default is not MISSING and default_factory is not MISSING:
+            raise ValueError("cannot specify both default and default_factory")
+        self.name = ""
+        self.default = default
+        self.default_factory = default_factory
+        self.repr = repr
+        self.compare = compare
+
+    def __repr__(self) -> str:
+        return (
+            f"Field(name={self.name!r}, default={self.default!r}, default_factory={self.default_factory!r})"
+        )
+
+
+def field(
+    *, default: Any = MISSING, default_factory: Any = MISSING, repr: bool = True, compare: bool = True
+) -> Any:
+    """A field's options, as `dataclasses.field` takes them (the supported ones)."""
+    return Field(default, default_factory, repr, compare)
+
+
+def fields(record: Any) -> tuple[Field, ...]:
+    """The fields of a record class or instance, in order."""
+    found = getattr(record, "__record_fields__", None)
+    if found is None:
+        raise TypeError("fields() takes a record class or instance")
+    return found
+
+
+def replace(record: Any, /, **changes: Any) -> Any:
+    """A copy of `record` with some fields changed (as `dataclasses.replace`)."""
+    values = {f.name: getattr(record, f.name) for f in fields(record) if f.name not in changes}
+    return type(record)(**values, **changes)
+
+
+@dataclass_transform(field_specifiers=(field, Field))
+def dataclass(cls: _Class | None = None, /, *, frozen: bool = False) -> Any:
+    """Make `cls` a record: `@dataclass` or `@dataclass(frozen=True)`, as with `dataclasses`."""
+
+    def wrap(cls: _Class) -> _Class:
+        return _make_record(cls, frozen)
+
+    return wrap if cls is None else wrap(cls)
+
+
+def _make_record(cls: _Class, frozen: bool) -> _Class:
+    own = cls.__dict__
+    if (
+        "__slots__" in own
+        or "__post_init__" in own
+        or any(hasattr(b, "__record_fields__") for b in cls.__mro__[1:])
+    ):
+        raise TypeError(f"{cls.__name__}: records support no slots, __post_init__ or record bases")
+    found = []
+    for name, annotation in own.get("__annotations__", {}).items():
+        if str(annotation).startswith(("ClassVar", "typing.ClassVar")):
+            continue
+        value = own.get(name, MISSING)
+        item = value if isinstance(value, Field) else Field(default=value)
+        item.name = name
+        if isinstance(value, Field):  # as dataclasses leaves it: the default, or no attribute
+            if item.default is MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, item.default)
+        found.append(item)
+    items = tuple(found)
+    cls.__record_fields__ = items  # type: ignore[attr-defined]
+    cls.__match_args__ = tuple(f.name for f in items)  # type: ignore[attr-defined,misc]
+    if "__init__" not in own:
+        cls.__init__ = _first_init(cls, items)  # type: ignore[misc]
+    if "__repr__" not in own:
+        cls.__repr__ = _repr  # type: ignore[assignment]
+    compared = [f.name for f in items if f.compare]
+    cls._record_key = attrgetter(*compared) if len(compared) > 1 else _one_or_none(compared)  # type: ignore[attr-defined]
+    if "__eq__" not in own:
+        cls.__eq__ = _eq  # type: ignore[assignment]
+    explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
+    if not explicit_hash:
+        cls.__hash__ = _hash if frozen else None  # type: ignore[assignment]
+    if frozen:
+        cls.__setattr__ = _refuse_assignment  # type: ignore[assignment]
+        cls.__delattr__ = _refuse_deletion  # type: ignore[assignment]
+    return cls
+
+
+def _one_or_none(names: list[str]) -> Any:
+    """The key of a class comparing one field (or none), as a tuple like `attrgetter` of many."""
+    if not names:
+        return lambda record: ()
+    get = attrgetter(names[0])
+    return lambda record: (get(record),)
+
+
+#: How many instances of a class the generic `__init__` builds before the class's own is
+#: generated: compiling one costs about as much as a thousand generic calls, and most classes are
+#: built only a few times per run, while the per-line ones are built millions of times.
+GENERATE_AFTER = 64
+
+
+def _first_init(cls: type, items: tuple[Field, ...]) -> Any:
+    """The generic `__init__` of a record, which generates the class's own one (and puts it in
+    its place) once the class has been built GENERATE_AFTER times."""
+    built = 0
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        nonlocal built
+        built += 1
+        if built >= GENERATE_AFTER and cls.__dict__["__init__"] is __init__:
+            cls.__init__ = _make_init(cls, items)  # type: ignore[misc]
+        self.__dict__.update(_bound(cls, items, args, kwargs))
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
+
+
+def _bound(cls: type, items: tuple[Field, ...], args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The fields' values from `__init__`'s arguments, in field order, as a generated `__init__`
+    binds them (TypeError for a missing, unknown or repeated argument, or too many)."""
+    if len(args) > len(items):
+        raise TypeError(
+            f"{cls.__qualname__}.__init__() takes {len(items) + 1} positional arguments "
+            f"but {len(args) + 1} were given"
+        )
+    values: dict[str, Any] = {}
+    for position, item in enumerate(items):
+        name = item.name
+        if position < len(args):
+            if name in kwargs:
+                raise TypeError(f"{cls.__qualname__}.__init__() got multiple values for argument {name!r}")
+            values[name] = args[position]
+        elif name in kwargs:
+            values[name] = kwargs[name]
+        elif item.default is not MISSING:
+            values[name] = item.default
+        elif item.default_factory is not MISSING:
+            values[name] = item.default_factory()
+        else:
+            raise TypeError(f"{cls.__qualname__}.__init__() missing 1 required positional argument: {name!r}")
+    for name in kwargs:
+        if name not in values:  # (every field has a value by now)
+            raise TypeError(f"{cls.__qualname__}.__init__() got an unexpected keyword argument {name!r}")
+    return values
+
+
+def _make_init(cls: type, items: tuple[Field, ...]) -> Any:
+    """`__init__(self, <fields in order, with their defaults>)` storing each into `__dict__`."""
+    namespace: dict[str, Any] = {"MISSING": MISSING}
+    params, body = [], []
+    for item in items:
+        name = item.name
+        if item.default_factory is not MISSING:
+            namespace[f"_factory_{name}"] = item.default_factory
+            params.append(f"{name}=MISSING")
+            body.append(f"    store[{name!r}] = _factory_{name}() if {name} is MISSING else {name}")
+            continue
+        if item.default is MISSING:
+            params.append(name)
+        else:
+            namespace[f"_default_{name}"] = item.default
+            params.append(f"{name}=_default_{name}")
+        body.append(f"    store[{name!r}] = {name}")
+    source = f"def __init__(self, {', '.join(params)}):\n    store = self.__dict__\n" + "\n".join(
+        body or ["    pass"]
+    )
+    exec(source, namespace)  # the class's own field names only, as dataclasses builds __init__
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init
+
+
+def _repr(self: Any) -> str:
+    shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in self.__record_fields__ if f.repr)
+    return f"{type(self).__qualname__}({shown})"
+
+
+def _eq(self: Any, other: Any) -> Any:
+    if other.__class__ is self.__class__:
+        key = self.__class__._record_key  # read from the class: an attrgetter binds no `self`
+        return key(self) == key(other)
+    return NotImplemented
+
+
+def _hash(self: Any) -> int:
+    return hash(self.__class__._record_key(self))
+
+
+def _refuse_assignment(self: Any, name: str, value: Any) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _refuse_deletion(self: Any, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r}")

@@ -1,0 +1,219 @@
+"""`core.records`: every record class of the core behaves as its `dataclasses` twin — the same
+`__init__` (positional, keyword, defaults, factories, the same errors; the generic one and the
+generated one), equality, hash, repr, frozenness, `replace` and pickling."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pickle
+import pkgutil
+from typing import Any
+
+import pytest
+
+import vllm_log_lsp.core
+from vllm_log_lsp import batch
+from vllm_log_lsp.core import records
+from vllm_log_lsp.core.records import FrozenInstanceError, dataclass, field
+
+
+def _record_classes() -> list[type]:
+    modules = [batch] + [
+        importlib.import_module(f"vllm_log_lsp.core.{info.name}")
+        for info in pkgutil.iter_modules(vllm_log_lsp.core.__path__)
+    ]
+    return [
+        value
+        for module in modules
+        for value in vars(module).values()
+        if isinstance(value, type)
+        and "__record_fields__" in vars(value)
+        and value.__module__ == module.__name__
+    ]
+
+
+RECORDS = _record_classes()
+
+
+def _frozen(cls: type) -> bool:
+    return cls.__setattr__ is records._refuse_assignment
+
+
+def _twin(cls: type) -> type:
+    """The same fields in a `dataclasses` class of the same name."""
+    spec = []
+    for f in records.fields(cls):
+        options: dict[str, Any] = {"repr": f.repr, "compare": f.compare}
+        if f.default is not records.MISSING:
+            options["default"] = f.default
+        if f.default_factory is not records.MISSING:
+            options["default_factory"] = f.default_factory
+        spec.append((f.name, Any, dataclasses.field(**options)))
+    twin = dataclasses.make_dataclass(cls.__name__, spec, frozen=_frozen(cls))
+    twin.__qualname__ = cls.__qualname__
+    return twin
+
+
+def _build(cls: type, way: str, *args: Any, **kwargs: Any) -> Any:
+    """An instance built by the generic `__init__` or by the generated one."""
+    built = cls.__new__(cls)
+    if way == "generic":
+        built.__dict__.update(records._bound(cls, records.fields(cls), args, kwargs))
+    else:
+        records._make_init(cls, records.fields(cls))(built, *args, **kwargs)
+    return built
+
+
+def _compared(obj: Any, cls: type) -> list[tuple[str, Any]]:
+    """The fields of record class `cls` that `==` compares, read from `obj` (a record or its twin),
+    in order (a factory's lock is no value to compare)."""
+    return [(f.name, getattr(obj, f.name)) for f in records.fields(cls) if f.compare]
+
+
+def _hash_or_error(obj: Any) -> object:
+    try:
+        return hash(obj)
+    except TypeError:  # a field holds a list
+        return TypeError
+
+
+def test_the_core_has_its_record_classes() -> None:
+    names = {cls.__name__ for cls in RECORDS}
+    assert {
+        "LogLine",
+        "Span",
+        "Finding",
+        "Analysis",
+        "Rule",
+        "Marker",
+        "Catalog",
+        "Scan",
+        "CheckOptions",
+    } <= names
+
+
+@pytest.mark.parametrize("way", ["generic", "generated"])
+@pytest.mark.parametrize("cls", RECORDS, ids=lambda c: c.__qualname__)
+def test_a_record_behaves_as_its_dataclass_twin(cls: type, way: str) -> None:
+    twin = _twin(cls)
+    every = records.fields(cls)
+    required = [
+        f.name for f in every if f.default is records.MISSING and f.default_factory is records.MISSING
+    ]
+    for salt in range(2):
+        values = {f.name: f"{f.name}-{salt}" for f in every}
+        positional = [values[f.name] for f in every]
+        least = {name: values[name] for name in required}
+        for args, kwargs in (
+            (positional, {}),
+            ((), values),
+            ((), least),
+            (positional[:1], dict(list(values.items())[1:])),
+        ):
+            ours, theirs = _build(cls, way, *args, **kwargs), twin(*args, **kwargs)
+            assert list(vars(ours)) == list(vars(theirs))  # the same fields, in order
+            assert _compared(ours, cls) == _compared(theirs, cls)
+            assert repr(ours) == repr(theirs)
+            assert ours == _build(cls, way, *args, **kwargs) and ours != theirs
+            if _frozen(cls):
+                assert _hash_or_error(ours) == _hash_or_error(theirs)
+                with pytest.raises(FrozenInstanceError):
+                    setattr(ours, every[0].name, "x")
+                with pytest.raises(AttributeError):
+                    delattr(ours, every[0].name)
+            else:
+                with pytest.raises(TypeError):
+                    hash(ours)
+                changing = _build(cls, way, *args, **kwargs)
+                setattr(changing, every[0].name, "x")
+                assert getattr(changing, every[0].name) == "x"
+            changed = {every[-1].name: "changed"}
+            assert _compared(records.replace(ours, **changed), cls) == _compared(
+                dataclasses.replace(theirs, **changed), cls
+            )
+            if all(f.compare for f in every):  # (a lock does not pickle)
+                assert pickle.loads(pickle.dumps(ours)) == ours
+
+
+@pytest.mark.parametrize("way", ["generic", "generated"])
+@pytest.mark.parametrize("cls", RECORDS, ids=lambda c: c.__qualname__)
+def test_a_record_refuses_the_arguments_its_twin_refuses(cls: type, way: str) -> None:
+    twin = _twin(cls)
+    every = records.fields(cls)
+    values = {f.name: f.name for f in every}
+    wrong: list[tuple[tuple, dict]] = [
+        ((), {**values, "no_such_field": 1}),  # unknown
+        ((*values.values(), "extra"), {}),  # too many
+        ((values[every[0].name],), {every[0].name: "again"}),  # twice
+    ]
+    if any(f.default is records.MISSING and f.default_factory is records.MISSING for f in every):
+        wrong.append(((), {}))  # a required field missing
+    for args, kwargs in wrong:
+        with pytest.raises(TypeError):
+            twin(*args, **kwargs)
+        with pytest.raises(TypeError):
+            _build(cls, way, *args, **kwargs)
+
+
+def test_a_class_built_often_gets_its_generated_init() -> None:
+    @dataclass(frozen=True)
+    class Point:
+        x: int
+        y: int = 0
+        tags: list = field(default_factory=list, compare=False)
+
+    generic = Point.__init__
+    points = [Point(i) for i in range(records.GENERATE_AFTER + 1)]
+    assert (
+        Point.__init__ is not generic
+        and Point.__init__.__qualname__
+        == "test_a_class_built_often_gets_its_generated_init.<locals>.Point.__init__"
+    )
+    assert Point(3, 4) == Point(x=3, y=4) != Point(3) and points[5] == Point(5)
+    assert Point(1).tags is not Point(1).tags  # a new list each time, as a factory gives
+
+
+def test_a_class_may_keep_its_own_methods() -> None:
+    @dataclass(frozen=True)
+    class Named:
+        name: str
+
+        def __repr__(self) -> str:
+            return f"<{self.name}>"
+
+        def __hash__(self) -> int:
+            return 7
+
+    assert repr(Named("a")) == "<a>" and hash(Named("a")) == 7 and Named("a") == Named("a")
+
+
+def test_what_records_do_not_support_is_refused() -> None:
+    with pytest.raises(TypeError):
+
+        @dataclass
+        class WithPostInit:
+            value: int
+
+            def __post_init__(self) -> None:
+                pass
+
+    with pytest.raises(TypeError):
+
+        @dataclass
+        class WithSlots:
+            __slots__ = ("value",)
+            value: int
+
+    @dataclass
+    class Base:
+        value: int
+
+    with pytest.raises(TypeError):
+
+        @dataclass
+        class Derived(Base):
+            other: int
+
+    with pytest.raises(ValueError):
+        field(default=1, default_factory=list)
