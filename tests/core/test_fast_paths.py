@@ -355,3 +355,34 @@ def test_scanned_lines_taken_from_a_traceback_reading_equal_a_fresh_parse() -> N
                 start = scan.offsets[number]
                 raw = index.slice(start, min(index.line_end_at(start), start + MAX_LINE))
                 assert line == parse_line(number, raw), (path.name, number)
+
+
+@pytest.mark.parametrize("text", CORPUS, ids=lambda t: str(len(t)))
+def test_a_traceback_read_with_the_scans_lines_equals_one_read_alone(text: str) -> None:
+    """The lines before a header are taken from the scan's when their text is the same."""
+    from vllm_log_lsp.core.catalog import builtin_catalog
+    from vllm_log_lsp.core.scan import scan_lines
+
+    index = LogIndex(text)
+    scan = scan_lines(index, builtin_catalog())
+    for start, number in traceback_headers(text):
+        first = parse_line(number, index.line_at(start))
+        assert read_traceback(index, start, first, known=scan.lines) == read_traceback(index, start, first)
+
+
+def test_a_known_line_cut_short_is_parsed_again_whole() -> None:
+    """The scan keeps only the first MAX_LINE characters of a long line: the reading before a
+    header must see it whole (its text differs, so it is parsed again)."""
+    from vllm_log_lsp.core.catalog import builtin_catalog
+    from vllm_log_lsp.core.scan import MAX_LINE, scan_lines
+
+    long = "(P pid=1) ERROR 01-02 03:04:05 [x.py:1] Error " + "y" * MAX_LINE + " tail"
+    text = f"{long}\n(P pid=1) ERROR 01-02 03:04:05 [x.py:1] {TRACEBACK_HEADER}\n"
+    text += '(P pid=1) ERROR 01-02 03:04:05 [x.py:1]   File "a.py", line 1, in f\n'
+    text += "(P pid=1) ERROR 01-02 03:04:05 [x.py:1] ValueError: bad\n"
+    index = LogIndex(text)
+    scan = scan_lines(index, builtin_catalog())
+    assert scan.lines[0].text != long  # cut by the scan
+    tb = scan.tracebacks[0]
+    assert tb.preamble_record is not None and tb.preamble_record.text == long
+    assert tb.preamble.endswith(" tail")

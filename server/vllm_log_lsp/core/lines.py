@@ -50,6 +50,19 @@ _PROCESS = re.compile(
     re.VERBOSE,
 )
 
+# What each pattern's every alternative starts with: a line starting otherwise is not tried
+# (most lines start with a process prefix `(`, which no runtime prefix does).
+_PROCESS_FIRST = ("(", "[")
+
+
+def _may_start_outer(char: str) -> bool:
+    """Whether `_OUTER` can match at a `char`: `>`, `[`, an ASCII letter, or a digit (`\\d`: any
+    Unicode decimal digit, which `str.isdecimal` tells)."""
+    return char in _OUTER_FIRST or char.isdecimal()
+
+
+_OUTER_FIRST = frozenset(">[ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
 _VLLM_HEADER = re.compile(
     r"""
     (?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)[ ]
@@ -89,7 +102,7 @@ def parse_line(number: int, raw: str) -> LogLine:
 
     process = pid = None
     chain: list[str] = [journal_unit] if journal_unit else []
-    while True:
+    while clean.startswith(_PROCESS_FIRST, pos):
         match = _PROCESS.match(clean, pos)
         if not match:
             break
@@ -118,18 +131,20 @@ def parse_line(number: int, raw: str) -> LogLine:
     outer = "/".join(outer_parts) or None
     stream = "|".join(filter(None, [outer or "", *chain]))
     message_col = colmap[pos] if colmap else pos
+    # Positional (number, text, message, message_col, stream, process, pid, level, timestamp,
+    # source, outer): a third cheaper than by keyword, and this runs for every line read.
     return LogLine(
-        number=number,
-        text=raw,
-        message=clean[pos:].rstrip("\r"),
-        message_col=message_col,
-        stream=stream,
-        process=process,
-        pid=pid,
-        level=level,
-        timestamp=timestamp,
-        source=source,
-        outer=outer,
+        number,
+        raw,
+        clean[pos:].rstrip("\r"),
+        message_col,
+        stream,
+        process,
+        pid,
+        level,
+        timestamp,
+        source,
+        outer,
     )
 
 
@@ -137,7 +152,7 @@ def _outer_prefixes(clean: str, pos: int) -> tuple[int, list[str], str | None]:
     """Take the known runtime prefixes off from `pos`: (where they end, services, journal unit)."""
     outer_parts: list[str] = []
     journal_unit = None
-    while True:
+    while pos < len(clean) and _may_start_outer(clean[pos]):
         match = _OUTER.match(clean, pos)
         if not match or match.end() == pos:
             break

@@ -121,7 +121,7 @@ def _classify_line(
     if message.rstrip().endswith(TRACEBACK_HEADER):
         for passed in [n for n in parsed if n < line.number]:
             del parsed[passed]  # lines behind the scan (of another writer, or no candidates)
-        tb = read_traceback(index, start, line, parsed)
+        tb = read_traceback(index, start, line, parsed, known=scan.lines)
         consumed.update(tb.lines)
         scan.exception_lines.update(e.line for e in tb.chain)
         scan.tracebacks.append(tb)

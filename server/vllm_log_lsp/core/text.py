@@ -453,6 +453,8 @@ class LineWindow:
     def _next_hit(self, needles: list[Needle], pos: int, end: int) -> int:
         """The first offset in [pos, end) where one of `needles` starts, or -1."""
         text = self.index.text
+        if len(needles) == 1:
+            return text.find(needles[0], pos, end + len(needles[0]) - 1)
         hits = [h for needle in needles if (h := text.find(needle, pos, end + len(needle) - 1)) >= 0]
         return min(hits) if hits else -1
 
@@ -480,6 +482,9 @@ class LineWindow:
         rest = self.literals[1:]
         pos, last = self.start, self.line + self.limit - 1
         self._known = (self.start, self.line)
+        # The line after the last one read, and its number: when the next hit is on it (the
+        # writer's lines in a row: a traceback), its number is known without counting.
+        next_start, next_number = self.start, self.line
         block = self._FIRST_BLOCK
         while True:
             block_end = min(n, pos + block)
@@ -493,11 +498,15 @@ class LineWindow:
                 pos, block = block_end, min(block * 2, self._MAX_BLOCK)
                 continue
             start, end = index.line_start_at(hit), index.line_end_at(hit)
-            number = self._number(max(start, self._known[0]))
+            if start == next_start:
+                number = next_number
+                self._known = (start, number)
+            else:
+                number = self._number(max(start, self._known[0]))
             if number > last:
                 return
             text = index.slice(start, end)
-            if ESCAPE in text or all(literal in text for literal in rest):
+            if not rest or ESCAPE in text or all(literal in text for literal in rest):
                 self.at_last_line = end >= n
                 yield number, text
             if end >= n:
@@ -505,4 +514,5 @@ class LineWindow:
                 return
             if number == last:
                 return
-            pos = index._after_break(end)
+            pos = next_start = index._after_break(end)
+            next_number = number + 1

@@ -11,6 +11,7 @@ first link is the original exception. Python 3.10–3.14 styles are understood: 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from .lines import parse_line
 from .model import ExceptionEvent, Frame, LogLine, Span
@@ -40,6 +41,7 @@ STANDALONE_EXCEPTION = re.compile(
     r"(?P<type>(?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Fault|Timeout|Dead)"
     r"(?:\((?P<inner>[\w.]+)\))?):(?P<message>(?: .*)?)$"
 )
+_RAY_DEDUP_LITERAL = "[repeated "  # in every text `_RAY_DEDUP` matches
 _FIELD_LOCATION = re.compile(r"[a-z_][\w]*(?:\.[\w]+)*$")
 _RAY_DEDUP = re.compile(r"\s*\[repeated \d+x across cluster\](?: \(Ray deduplicates.*)?$")
 _KEYWORDS = frozenset(
@@ -109,6 +111,8 @@ class Traceback:
 
 def clean_message(message: str) -> str:
     """Drop Ray's dedup suffix and trailing white space from a message."""
+    if _RAY_DEDUP_LITERAL not in message:
+        return message.rstrip()  # (the pattern's `\\s*` would be tried at every position)
     return _RAY_DEDUP.sub("", message).rstrip()
 
 
@@ -157,13 +161,18 @@ def writer_literals(first: LogLine) -> tuple[str, ...]:
 
 
 def read_traceback(
-    index: LogIndex, start_offset: int, first: LogLine, parsed: dict[int, LogLine] | None = None
+    index: LogIndex,
+    start_offset: int,
+    first: LogLine,
+    parsed: dict[int, LogLine] | None = None,
+    known: Mapping[int, LogLine] | None = None,
 ) -> Traceback:
     """Read the traceback whose header is `first` (a parsed line starting at `start_offset`).
 
     Each line after the header that it parses goes into `parsed` (by number), when given: the
     scan reads many of them again as candidates of its own (`ERROR … ` lines) and takes them
-    from there instead of parsing them twice.
+    from there instead of parsing them twice. `known`: lines parsed already (the scan's), taken
+    instead of parsing the lines before the header again when their text is the same.
     """
     tb = Traceback(
         header_line=first.number,
@@ -172,7 +181,9 @@ def read_traceback(
         level=first.level,
     )
     for prev_no, prev_text in index.iter_lines_back(start_offset, first.number, 3):
-        prev = parse_line(prev_no, prev_text)
+        prev = known.get(prev_no) if known is not None else None
+        if prev is None or prev.text != prev_text:  # (the scan cut a long line: parse it whole)
+            prev = parse_line(prev_no, prev_text)
         if _same_writer(prev, first):
             tb.preamble = prev.message.strip()
             tb.preamble_record = prev
