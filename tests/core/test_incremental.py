@@ -10,14 +10,13 @@ a `\\r\\n`.
 
 from __future__ import annotations
 
-import dataclasses
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support import CRASH, CRASH2, CRASH3, HEALTHY, crash_labels, read_log
 from vllm_log_lsp.core.analyze import Analyzer
 from vllm_log_lsp.core.model import Analysis
+from vllm_log_lsp.core.records import fields
 from vllm_log_lsp.core.text import LogIndex
 
 LOGS = [
@@ -58,9 +57,7 @@ DELICATE = {name: delicate_cuts(text) for name, text in TEXTS.items()}
 
 
 def assert_same(grown: Analysis, whole: Analysis, where: str) -> None:
-    differing = [
-        f.name for f in dataclasses.fields(Analysis) if getattr(grown, f.name) != getattr(whole, f.name)
-    ]
+    differing = [f.name for f in fields(Analysis) if getattr(grown, f.name) != getattr(whole, f.name)]
     assert not differing, f"{where}: the grown analysis differs from a fresh one in {differing}"
 
 
