@@ -125,6 +125,10 @@ class LogIndex:
         # Checkpoints (offset, line) learned while counting, for cheap incremental lookups.
         self._cp_offsets: list[int] = [0]
         self._cp_lines: list[int] = [0]
+        # Set by `following`: a checkpoint every few KB, all of them, never changed afterwards
+        # (so threads may share the index), and the number of lines.
+        self._dense = False
+        self._line_total = 0
         self._literals: dict[str, bytes] = {}
 
     def __len__(self) -> int:
@@ -132,8 +136,9 @@ class LogIndex:
 
     @property
     def has_line_table(self) -> bool:
-        """Whether the full line table is built (line numbers and starts are then lookups)."""
-        return self._starts is not None
+        """Whether any line's number and start are found in bounded time: the full line table
+        is built, or a checkpoint every few KB (`following`)."""
+        return self._starts is not None or self._dense
 
     @property
     def has_escape(self) -> bool:
@@ -183,12 +188,15 @@ class LogIndex:
 
     def remember(self, offset: int, line: int) -> None:
         """Record that the line starting at `offset` is `line` (learnt elsewhere, e.g. grep -n)."""
-        if self._starts is None and offset > self._cp_offsets[-1]:
+        if self._starts is None and not self._dense and offset > self._cp_offsets[-1]:
             self._cp_offsets.append(offset)
             self._cp_lines.append(line)
 
     def adopt_checkpoints(self, other: LogIndex, limit: int) -> None:
-        """Reuse another index's line checkpoints below `limit` (the texts share that prefix)."""
+        """Reuse another index's line checkpoints below `limit` (the texts share that prefix);
+        a dense index keeps its own."""
+        if self._dense:
+            return
         pairs = [(o, n) for o, n in zip(other._cp_offsets, other._cp_lines, strict=True) if o < limit]
         if pairs:
             self._cp_offsets = [o for o, _ in pairs]
@@ -219,6 +227,8 @@ class LogIndex:
             line = lines[i + 1] - self._breaks(offset, offsets[i + 1])
         else:
             line = lines[i] + self._breaks(offsets[i], offset)
+        if self._dense:
+            return line  # (checkpoints enough; and never changed, for threads that share it)
         start = self.line_start_at(offset)
         if start > offsets[i] and (i + 1 == len(offsets) or start < offsets[i + 1]):
             offsets.insert(i + 1, start)
@@ -257,38 +267,73 @@ class LogIndex:
     def following(
         cls, text: Text, previous: LogIndex | None, path: str | None = None, *, grown: bool | None = None
     ) -> LogIndex:
-        """An index of `text` with its full line table built, reusing `previous`'s table when
-        `text` only appends to the text `previous` indexed (a growing log): the cost is then
-        that of the appended part, not of the whole text. `path`: as for the constructor.
-        `grown`: whether the caller already knows that `text` extends `previous.text` (None:
-        compare them here)."""
-        old = previous._starts if previous is not None else None
+        """An index of `text` that reads any line by number in bounded time: a checkpoint
+        (offset, line) every few KB, counted at C speed (a full line table would split the whole
+        text into line strings). When `text` only appends to the text `previous` indexed (a
+        growing log), `previous`'s checkpoints are kept and only the appended part is counted.
+        `path`: as for the constructor. `grown`: whether the caller already knows that `text`
+        extends `previous.text` (None: compare them here)."""
         if (
-            old is None
-            or previous is None
+            previous is None
+            or not previous._dense
             or isinstance(text, str) == previous.is_bytes
             or isinstance(text, mmap.mmap)
             or not (extends(text, previous.text) if grown is None else grown)
         ):
             index = cls(text, path)
-            index._build()
+            index._checkpoint_from(0, 0)
             return index
-        # Keep every start before the old last line (its end may have moved) and rescan from it;
-        # from the line before when the old text ended in `\r` (an appended `\n` joins it).
-        cut = len(old) - 1
-        if cut > 0 and previous.text[old[cut] - 1 : old[cut]] == previous._cr:
-            cut -= 1
-        resume = old[cut]
-        tail = cls(text[resume:])
-        tail._build()
-        # What the old text held, it still holds: only the tail is searched.
-        index = cls(text, path, has_cr=previous.has_cr or tail.has_cr)
+        # Keep every checkpoint before the old last line (its end may have moved) and count on
+        # from its start; from the line before when the old text ended in `\r` (an appended `\n`
+        # joins it).
+        line = previous._line_total - 1
+        if line > 0 and previous.text[len(previous.text) - 1 :] == previous._cr:
+            line -= 1
+        resume = previous.line_start(line)
+        # What the old text held, it still holds: only the appended part is searched.
+        cr = previous.has_cr or text.find(previous._cr, resume) >= 0
+        index = cls(text, path, has_cr=cr)
         if previous._has_escape is not None:
-            index._has_escape = previous._has_escape or tail.has_escape
-        starts = array("q", old[:cut])
-        starts.extend(resume + s for s in tail._build())
-        index._starts = starts
+            index._has_escape = previous._has_escape or text.find(previous._lit(ESCAPE), resume) >= 0
+        index.adopt_checkpoints(previous, resume)
+        index._checkpoint_from(resume, line)
         return index
+
+    #: Units between two checkpoints of a dense index (`following`), at most ...
+    _DENSE_BLOCK = 1 << 13
+    #: ... and about how many lines (a log of short lines gets them closer), at least this far.
+    _DENSE_LINES = 64
+    _DENSE_MIN = 64
+
+    def _checkpoint_from(self, start: int, line: int) -> None:
+        """Make the index dense: a checkpoint at `start` (the start of line `line`) and after it
+        one every `_DENSE_BLOCK` units or so, at the first line start past each block, counted
+        at C speed; the checkpoints before `start` are kept."""
+        offsets, lines = self._cp_offsets, self._cp_lines
+        while offsets and offsets[-1] >= start:
+            offsets.pop()
+            lines.pop()
+        offsets.append(start)
+        lines.append(line)
+        n, block = len(self.text), self._DENSE_BLOCK
+        while True:
+            end = self.line_end_at(min(n, start + block))  # (a forward find: linear overall)
+            if end >= n:
+                break
+            following = self._after_break(end)
+            breaks = self._breaks(start, following)
+            if breaks > 2 * self._DENSE_LINES and block > self._DENSE_MIN:  # lines much shorter
+                block = max(self._DENSE_MIN, block * self._DENSE_LINES // breaks)
+                continue  # (counted again from the same start: at most about twice in all)
+            line += breaks
+            offsets.append(following)
+            lines.append(line)
+            # As many units as about `_DENSE_LINES` lines of the size just seen take.
+            block = (following - start) * self._DENSE_LINES // breaks
+            block = max(self._DENSE_MIN, min(self._DENSE_BLOCK, block))
+            start = following
+        self._line_total = line + self._breaks(start, n) + 1
+        self._dense = True
 
     # -- full index (built on demand) ---------------------------------------------------------
     def _build(self) -> array:
@@ -326,6 +371,8 @@ class LogIndex:
     @property
     def line_count(self) -> int:
         """Number of lines as LSP counts them (a final line break starts an empty last line)."""
+        if self._dense:
+            return self._line_total
         if self._starts is None:
             return self.line_of(len(self.text)) + 1
         return len(self._starts)
@@ -336,10 +383,26 @@ class LogIndex:
     def line_start(self, line: int) -> int:
         """Offset of the start of `line` (clamped to the first and last lines). Near a line whose
         start is known (the pre-filter's, or one counted) it walks there; else it builds the table."""
+        if self._dense:
+            return self._dense_start(max(0, min(line, self._line_total - 1)))
         if self._starts is None and (near := self._start_near(line)) is not None:
             return near
         starts = self._build()
         return starts[max(0, min(line, len(starts) - 1))]
+
+    def _dense_start(self, line: int) -> int:
+        """The start of `line` (one of the text's) in a dense index: from the checkpoint before
+        it, a `find` per line (a few dozen lines)."""
+        i = bisect.bisect_right(self._cp_lines, line) - 1
+        pos, steps = self._cp_offsets[i], line - self._cp_lines[i]
+        if self.has_cr:
+            for _ in range(steps):
+                pos = self._after_break(self.line_end_at(pos))
+            return pos
+        find, nl = self.text.find, self._nl
+        for _ in range(steps):
+            pos = find(nl, pos) + 1
+        return pos
 
     def _start_near(self, line: int) -> int | None:
         i = bisect.bisect_right(self._cp_lines, line) - 1
@@ -355,10 +418,15 @@ class LogIndex:
 
     def line_text(self, line: int) -> str:
         """The text of `line` without its line break; '' past the end."""
-        starts = self._build()
-        if line < 0 or line >= len(starts):
-            return ""
-        start = starts[line]
+        if self._dense:
+            if line < 0 or line >= self._line_total:
+                return ""
+            start = self.line_start(line)
+        else:
+            starts = self._build()
+            if line < 0 or line >= len(starts):
+                return ""
+            start = starts[line]
         return self.slice(start, self.line_end_at(start))
 
     # -- walking ------------------------------------------------------------------------------
