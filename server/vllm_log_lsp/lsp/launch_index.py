@@ -140,12 +140,26 @@ class Snapshot:
     options: DiscoveryOptions
 
 
+def _plan_keys(findings: Sequence[Finding], snapshot: Snapshot, max_actions: int) -> list[PlanKey]:
+    discoveries, open_scripts = snapshot.discoveries, snapshot.open_scripts
+    return [PlanCache.key(f, discoveries, open_scripts, snapshot.options, max_actions) for f in findings]
+
+
+def cached_plans(
+    findings: Sequence[Finding], snapshot: Snapshot, max_actions: int, cache: PlanCache
+) -> list[list[FixPlan]] | None:
+    """Every finding's plans when the cache holds them all (nothing changed since), else None:
+    a repeated hover is answered without a trip through the worker thread."""
+    plans = [cache.get(k) for k in _plan_keys(findings, snapshot, max_actions)]
+    return None if any(p is None for p in plans) else [p or [] for p in plans]
+
+
 def plans_for(
     findings: Sequence[Finding], snapshot: Snapshot, max_actions: int, cache: PlanCache | None = None
 ) -> list[list[FixPlan]]:
     """Worker-thread part: one plan list per finding (from the cache when nothing changed)."""
     discoveries, open_scripts = snapshot.discoveries, snapshot.open_scripts
-    keys = [PlanCache.key(f, discoveries, open_scripts, snapshot.options, max_actions) for f in findings]
+    keys = _plan_keys(findings, snapshot, max_actions)
     plans: list[list[FixPlan] | None] = [cache.get(k) if cache else None for k in keys]
     if any(p is None for p in plans):
         invocations, skipped = collect_invocations(
@@ -254,7 +268,9 @@ class LaunchIndex:
     async def plans(
         self, findings: Sequence[Finding], snapshot: Snapshot, max_actions: int
     ) -> list[list[FixPlan]]:
-        """One plan list per finding, computed in the worker thread (cached)."""
+        """One plan list per finding, computed in the worker thread (cached: then at once)."""
+        if (cached := cached_plans(findings, snapshot, max_actions, self.plan_cache)) is not None:
+            return cached
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self.executor, plans_for, findings, snapshot, max_actions, self.plan_cache
