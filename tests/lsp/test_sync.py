@@ -189,3 +189,19 @@ async def test_appends_publish_what_opening_the_whole_log_does(client, name: str
         assert repr(grown).replace(uri, "URI") == repr(whole).replace(whole_uri, "URI"), f"up to {end}"
         assert errors(grown)
     close(client, uri)
+
+
+async def test_an_append_to_a_large_document_reports_no_progress(client):
+    """Progress is for a full analysis; re-analysing what an append added reuses the rest and
+    costs what was appended, so a tailed log does not flash a progress bar on every line."""
+    healthy = fixture_text("healthy-017.log")
+    text = healthy * (2_100_000 // len(healthy) + 1)
+    uri = fresh_uri("large-tail.log")
+    before = set(client.progress_reports)
+    await open_log(client, uri, text)
+    opened = set(client.progress_reports) - before
+    assert opened  # the full analysis of the opened document had its progress
+    append(client, uri, 2, text.count("\n"), fixture_text("crash-041.log"))
+    assert errors(await wait_published(client, uri, version=2))
+    assert set(client.progress_reports) - before == opened
+    close(client, uri)

@@ -118,12 +118,17 @@ class Analyzer:
         grown = self._grew(text, grown_from)
         return self._analyze_plain(text, warnings, self._index_of(text, path, line_table, grown), grown)
 
+    def continues(self, grown_from: Text | None) -> bool:
+        """Whether `grown_from` is the text analysed last: an analysis of a text that only appends
+        to it then reuses the previous one (see `analyze`)."""
+        return grown_from is not None and grown_from is self._text
+
     def _grew(self, text: Text, grown_from: Text | None) -> bool:
         """Whether `text` extends the text analysed last (compared only when not known)."""
         old = self._text
         if old is None:
             return False
-        if grown_from is old and type(text) is type(old) and isinstance(text, (str, bytes)):
+        if self.continues(grown_from) and type(text) is type(old) and isinstance(text, (str, bytes)):
             return len(text) >= len(old)
         return extends(text, old)
 

@@ -5,7 +5,8 @@
 - One analysis per document at a time (its `Analyzer` is incremental and not thread-safe).
 - A result is published only if the document is still open and still at the snapshot's version:
   a newer edit always has its own analysis queued behind this one.
-- Large documents get work-done progress when the client supports it.
+- Large documents get work-done progress when the client supports it, unless only appended to
+  since their last analysis (that one is reused: it costs what was appended).
 """
 
 from __future__ import annotations
@@ -133,7 +134,9 @@ class Pipeline:
             grown_from, state.append_base = state.append_base, text
             if state.analyzer is None or state.analyzer.catalog is not catalog:
                 state.analyzer = Analyzer(catalog)  # the rule files of its folder changed
-            token = await self._begin_progress(state, text)
+            # Progress is for a full analysis: an append's costs what it appended.
+            appending = state.analyzer.continues(grown_from)
+            token = None if appending else await self._begin_progress(state, text)
             try:
                 loop = asyncio.get_running_loop()
                 newline_only = self.server.newline_only_lines
