@@ -13,8 +13,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from json_twins import json_twin
 from support import CRASH, CRASH2, CRASH3, HEALTHY, crash_labels, read_log
 from vllm_log_lsp.core.analyze import Analyzer
+from vllm_log_lsp.core.jsonlog import SNIFF_CHARS, TranscriptLines
 from vllm_log_lsp.core.model import Analysis
 from vllm_log_lsp.core.records import fields
 from vllm_log_lsp.core.text import LogIndex
@@ -56,8 +58,15 @@ def delicate_cuts(text: str) -> list[int]:
 DELICATE = {name: delicate_cuts(text) for name, text in TEXTS.items()}
 
 
+def same(a: object, b: object) -> bool:
+    """Equal values; a JSON log's map to its transcript compared by what it holds."""
+    if isinstance(a, TranscriptLines) and isinstance(b, TranscriptLines):
+        return vars(a) == vars(b)
+    return a == b
+
+
 def assert_same(grown: Analysis, whole: Analysis, where: str) -> None:
-    differing = [f.name for f in fields(Analysis) if getattr(grown, f.name) != getattr(whole, f.name)]
+    differing = [f.name for f in fields(Analysis) if not same(getattr(grown, f.name), getattr(whole, f.name))]
     assert not differing, f"{where}: the grown analysis differs from a fresh one in {differing}"
 
 
@@ -109,3 +118,20 @@ def test_a_wrong_hint_is_not_trusted_blindly() -> None:
     replaced = text[len(text) // 3 :]
     assert_same(analyzer.analyze(replaced, line_table=True, grown_from=other), fresh(replaced), "edited")
     assert analyzer.reused_offset == 0
+
+
+def test_the_format_of_a_grown_log_is_what_its_head_says() -> None:
+    """An append past the part of a log that tells plain from JSON keeps the answer without
+    sniffing again, as a fresh analysis of the whole would (it reads only that part): JSON
+    records appended to a long plain log are read as plain lines, both ways; and a JSON log
+    stays one."""
+    plain = TEXTS["041.log"]
+    head = plain * (SNIFF_CHARS // len(plain) + 1)
+    records = json_twin(plain).text
+    grow(head + records, [len(head) - 5, len(head) + len(records) // 2], told=True)
+    # Within that part, records appended after a plain line make the log a JSON log.
+    first = plain[: plain.index("\n") + 1]
+    grow(first + records, [len(first), len(first) + len(records) // 2], told=True)
+    twin = json_twin(plain).text
+    grow(twin, [len(twin) // 3, len(twin) // 2], told=True)
+    assert fresh(twin).source_map is not None

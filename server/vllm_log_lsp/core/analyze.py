@@ -30,7 +30,7 @@ from .incidents import (
     symptom_as_root,
     unwrap_candidates,
 )
-from .jsonlog import Transcriber, looks_like_json_log
+from .jsonlog import SNIFF_CHARS, Transcriber, looks_like_json_log
 from .linebreaks import NewlineLines
 from .lines import learn_outer_prefix, learned_prefix, parse_line
 from .model import Analysis, ExceptionEvent, Finding, Precursor, RunSegment, Span
@@ -111,7 +111,9 @@ class Analyzer:
         appends). When it is the very text analysed last, the two are not compared: an append
         then costs what it appends, not a comparison of the whole log. Anything else is compared.
         """
-        if looks_like_json_log(text):
+        # A plain log that only grew past the part the sniff reads is still one.
+        sniffed = self.continues(grown_from) and len(grown_from or "") >= SNIFF_CHARS
+        if not sniffed and looks_like_json_log(text):
             self._document = LogIndex.following(text, self._document, path) if line_table else None
             return self._analyze_json(text, warnings, line_table)
         self._transcriber = self._document = None

@@ -36,6 +36,8 @@ _MAX_LEAD = 200
 # Lines sampled from the start of a log to tell whether it is vLLM's JSON format.
 _SNIFF_LINES = 200
 _SNIFF_CHARS = 1 << 20
+#: How much of a text `looks_like_json_log` reads (a text that only grows past it keeps its answer).
+SNIFF_CHARS = _SNIFF_CHARS
 # The keys that make an object a log record of python-json-logger with vLLM's format.
 _RECORD_KEYS = ("levelname", "message")
 _ASCTIME = re.compile(r"\d{4}-(\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[,.](\d+))?")
