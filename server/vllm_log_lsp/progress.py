@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -111,6 +110,8 @@ class Progress:
         text = f"vllm-log-lsp {spinner} [{bar}] {self.done_files}/{total} files · {mib} · {elapsed:.1f} s"
         if current:
             text += f" · {current}"
+        import shutil  # only when a line is drawn (on a terminal)
+
         columns = shutil.get_terminal_size((80, 24)).columns
         return text if len(text) < columns else text[: max(columns - 2, 10)] + "…"
 

@@ -1,11 +1,12 @@
-"""The parsed catalog kept in the user's cache (`core.datacache`): the same catalog as parsing the
-TOML, invalidated by any change of a file's text or of the deriving code, and a corrupt,
-foreign or unwritable cache ignored (the data parsed again), never an error."""
+"""The parsed catalog kept in the user's cache (`core.datacache`): the same catalog and the same
+compiled patterns as parsing the TOML, invalidated by any change of a file's text or of the
+deriving code, and a corrupt, foreign or unwritable cache ignored (parsed again), never an error."""
 
 from __future__ import annotations
 
 import marshal
 import os
+import re
 import subprocess
 import sys
 import zlib
@@ -32,9 +33,8 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     datacache.forget()
 
 
-def _cache_file(folder: Path) -> Path:
-    [found] = folder.iterdir()
-    return found
+def _cache_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file())
 
 
 def _described(catalog) -> list[str]:
@@ -49,7 +49,9 @@ def _described(catalog) -> list[str]:
 def test_the_cached_catalog_is_the_parsed_catalog(cache: Path) -> None:
     parsed = build_catalog(_builtin_files(), [])  # no cache involved
     first = build_catalog(_builtin_files(), [], cached=True)  # parses, writes the cache
-    assert _cache_file(cache).stat().st_size > 0
+    assert [p.name for p in _cache_files(cache)] == ["catalog-markers.toml.marshal"]  # (the others wait)
+    assert all(r for r in first.rules)  # every file parsed: each now has its cache file
+    assert len(_cache_files(cache)) == len(_builtin_files())
     datacache.forget()
     again = build_catalog(_builtin_files(), [], cached=True)  # from the cache file
     assert _described(parsed) == _described(first) == _described(again)
@@ -58,7 +60,7 @@ def test_the_cached_catalog_is_the_parsed_catalog(cache: Path) -> None:
 
 def test_a_changed_text_is_parsed_again(cache: Path) -> None:
     assert datacache.toml_data("catalog/t.toml", TOML)["title"] == "one"
-    assert _cache_file(cache).exists()  # a new parse is saved at once
+    assert _cache_files(cache)  # a new parse is saved at once
     datacache.forget()
     same_length = TOML.replace("one", "two")
     assert datacache.toml_data("catalog/t.toml", same_length)["title"] == "two"
@@ -75,11 +77,12 @@ def test_derived_values_follow_the_text_and_the_code(cache: Path) -> None:
     assert datacache.derived("other", (1, 2), "f.toml", TOML) is None
 
 
-def _corruptions(good: bytes) -> list[bytes]:
+def _corruptions(good: bytes, other_file: bytes) -> list[bytes]:
     magic = good[: good.index(b"\n") + 1]
     foreign = marshal.dumps({"format": datacache.FORMAT + 1, "toml": {}})
     not_a_dict = marshal.dumps(["toml"])
     return [
+        other_file,  # a valid entry of another data file
         b"",
         b"garbage",
         good[: len(good) // 2],  # truncated
@@ -91,15 +94,17 @@ def _corruptions(good: bytes) -> list[bytes]:
 
 
 def test_a_corrupt_or_foreign_cache_is_ignored_and_rewritten(cache: Path) -> None:
-    build_catalog(_builtin_files(), [], cached=True)
-    path = _cache_file(cache)
+    _described(build_catalog(_builtin_files(), [], cached=True))  # every file parsed and cached
+    [path] = [p for p in _cache_files(cache) if p.name == "catalog-markers.toml.marshal"]
+    [other] = [p for p in _cache_files(cache) if p.name == "catalog-10-memory.toml.marshal"]
     good = path.read_bytes()
     expected = _described(build_catalog(_builtin_files(), []))
-    for bad in _corruptions(good):
+    for bad in _corruptions(good, other.read_bytes()):
         path.write_bytes(bad)
         datacache.forget()
         assert _described(build_catalog(_builtin_files(), [], cached=True)) == expected
-        assert path.read_bytes() == good  # parsed again and written whole
+        entry = datacache._read("catalog/markers.toml")  # parsed again and written whole
+        assert entry["toml"] and entry["derived"]["patterns"]
 
 
 def test_a_cache_entry_for_another_text_is_not_used(cache: Path) -> None:
@@ -136,3 +141,39 @@ def test_the_literals_read_from_the_cache_are_those_the_code_finds(cache: Path) 
     assert len(catalog_mod._REQUIRED) > 500 and all(p._required is not None for p in patterns)
     for source, literal in catalog_mod._REQUIRED.items():
         assert catalog_mod.required_literal(source) == literal, source
+
+
+def test_a_pattern_compiled_from_its_cached_program_is_the_compiled_pattern(cache: Path) -> None:
+    build_catalog(_builtin_files(), [], cached=True)
+    datacache.forget()
+    catalog_mod._PROGRAMS.clear()
+    catalog = build_catalog(_builtin_files(), [], cached=True)  # the programs read from the cache
+    samples = [s for r in catalog.rules for s in (*r.samples, *r.sample_context, *r.sample_frames)]
+    assert len(catalog_mod._PROGRAMS) > 500
+    for source in catalog_mod._PROGRAMS:
+        ours, theirs = catalog_mod.compile_builtin(source), re.compile(source)
+        assert ours is not theirs  # (not re's own cache: made from the program)
+        assert (ours.pattern, ours.flags, ours.groups, ours.groupindex) == (
+            theirs.pattern,
+            theirs.flags,
+            theirs.groups,
+            theirs.groupindex,
+        )
+        for sample in samples:
+            found, expected = ours.search(sample), theirs.search(sample)
+            assert (found and (found.span(), found.groupdict())) == (
+                expected and (expected.span(), expected.groupdict())
+            )
+
+
+def test_a_program_the_engine_refuses_is_compiled_as_usual(cache: Path) -> None:
+    source = r"CUDA out of memory\. Tried to allocate (?P<size>[\d.]+ [GM]iB)"
+    program = catalog_mod.sre_program(source)
+    assert program is not None
+    broken = [program[0], b"\xff\xff\xff\x7f" * 4, *program[2:]]
+    catalog_mod._PROGRAMS[source] = broken
+    try:
+        assert catalog_mod.compile_builtin(source).search("CUDA out of memory. Tried to allocate 2.00 GiB")
+        assert source not in catalog_mod._PROGRAMS  # never tried again
+    finally:
+        catalog_mod._PROGRAMS.pop(source, None)

@@ -14,7 +14,8 @@ file or regex is reported with its file and line and skipped; the rest still loa
 run under the `regex` module's time limit so a catastrophic user pattern cannot stall analysis
 (without `regex`, super-linear ones are refused); built-in ones run on the stdlib engine, which
 imports in a fraction of the time: the test suite keeps each of them linear under both engines.
-The built-in files' TOML is parsed once per version and cached (`datacache`).
+The built-in files' TOML is parsed once per version and cached (`datacache`), with each built-in
+pattern's required literal and compiled program.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import os
 import re as stdlib_re
 import sys
 import threading
+from array import array
 from collections.abc import Iterable, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -129,7 +131,7 @@ class Pattern:
     @property
     def compiled(self) -> Any:
         if self._compiled is None:
-            self._compiled = stdlib_re.compile(self.source)  # only built-in patterns compile late
+            self._compiled = compile_builtin(self.source)  # only built-in patterns compile late
         return self._compiled
 
     def search(self, text: str) -> Any:
@@ -159,6 +161,51 @@ if TYPE_CHECKING or sys.version_info < (3, 11):
 else:
     from re import _constants as _sre
     from re import _parser as _sre_parse
+
+#: What `re.compile` hands the C engine for a built-in pattern (see `sre_program`), from the cache.
+_PROGRAMS: dict[str, list[Any]] = {}
+
+
+def sre_program(source: str) -> list[Any] | None:
+    """What `re.compile(source)` hands `_sre.compile` after its pure-Python parser and code
+    generator ran: [flags, code (uint32 bytes), groups, groupindex, indexgroup]; plain data, kept
+    in the cache (per Python version) so that a later run compiles a built-in pattern without
+    running them again. None where this Python's `re` is laid out otherwise."""
+    try:
+        if TYPE_CHECKING:  # (typeshed knows it under its old public name)
+            import sre_compile as _compiler
+        else:
+            from re import _compiler
+
+        tree = _sre_parse.parse(source, 0)
+        code = _compiler._code(tree, 0)  # type: ignore[attr-defined]
+        names: list[str | None] = [None] * tree.state.groups
+        for name, index in tree.state.groupdict.items():
+            names[index] = name
+        return [
+            tree.state.flags,
+            array("I", code).tobytes(),
+            tree.state.groups - 1,
+            dict(tree.state.groupdict),
+            names,
+        ]
+    except Exception:  # another layout of `re`'s internals: compile as usual
+        return None
+
+
+def compile_builtin(source: str) -> Any:
+    """`re.compile(source)` of a built-in pattern, from its cached `sre_program` when there is one
+    (the C engine checks the program; one it refuses is compiled as usual)."""
+    program = _PROGRAMS.get(source)
+    if program is not None:
+        try:
+            import _sre  # type: ignore[import-not-found]
+
+            flags, code, groups, groupindex, names = program
+            return _sre.compile(source, flags, array("I", code).tolist(), groups, groupindex, tuple(names))
+        except Exception:  # RuntimeError("invalid SRE code"), TypeError: not this Python's
+            _PROGRAMS.pop(source, None)
+    return stdlib_re.compile(source)
 
 
 def required_literal(source: str) -> str:
@@ -768,8 +815,16 @@ def _own_samples_fail(rule: Rule, where: str) -> CatalogError | None:
 def load_rule_text(
     text: str, where: str, *, user: bool = False, cached: bool = False
 ) -> tuple[list[Rule], dict[str, list[Marker]], list[CatalogError]]:
-    """Parse one rule file's text (`cached`: a built-in file, whose parse the cache may hold).
-    Never raises: problems come back as CatalogErrors."""
+    """Parse one rule file's text (`cached`: a built-in file, whose parse, patterns' literals and
+    programs the cache may hold). Never raises: problems come back as CatalogErrors."""
+    if cached:
+        _learn_patterns(where, text)
+    return _load_rule_text(text, where, user, cached)
+
+
+def _load_rule_text(
+    text: str, where: str, user: bool, cached: bool
+) -> tuple[list[Rule], dict[str, list[Marker]], list[CatalogError]]:
     errors: list[CatalogError] = []
     try:
         data = datacache.toml_data(where, text) if cached else datacache.parse_toml(text)
@@ -837,7 +892,7 @@ def builtin_catalog() -> Catalog:
 
 
 #: The literal each built-in pattern requires (`required_literal`), kept in the cache: finding it
-#: parses the regex, which costs about as much as compiling it. Filled by `_learn_required`.
+#: parses the regex, which costs about as much as compiling it. Filled by `_learn_patterns`.
 _REQUIRED: dict[str, str] = {}
 
 
@@ -847,11 +902,7 @@ def build_catalog(
     """A catalog from (name, text) pairs: user rules first, then built-in rules in file order.
 
     `cached`: the built-in pairs are the package's own files, whose parse (and their patterns'
-    required literals) `datacache` keeps; a file the cache did not know is parsed whole at once
-    and the cache rewritten."""
-    builtin = list(builtin)
-    if cached:
-        _learn_required(builtin)
+    required literals and programs) `datacache` keeps, file by file as they are parsed."""
     catalog = Catalog()
     user_rules: list[Rule] = []
     for where, text in user:
@@ -871,21 +922,22 @@ def build_catalog(
     return catalog
 
 
-def _learn_required(builtin: list[tuple[str, str]]) -> None:
-    """Fill `_REQUIRED` from the cache; for a file the cache does not know (a new version, an
-    edited catalog), parse the file now, find its patterns' literals and save the cache."""
-    code = datacache.stamp(__file__)  # the code that finds them (a source checkout changes it)
-    missed = False
-    for where, text in builtin:
-        known = datacache.derived("required-literals", code, where, text)
-        if known is None:
-            rules, markers, _ = load_rule_text(text, where, cached=True)
-            known = {p.source: p.required for p in _patterns_of(rules, markers)}
-            datacache.keep_derived("required-literals", code, where, text, known)
-            missed = True
-        _REQUIRED.update(known)
-    if missed:
+def _learn_patterns(where: str, text: str) -> None:
+    """Fill `_REQUIRED` and `_PROGRAMS` for built-in file `where` from the cache; when the cache
+    does not know the file (a new version, an edited catalog), parse it, derive both for its
+    patterns and save them."""
+    # The code that derives them: this module (a source checkout changes it) and the engine's.
+    code = [*datacache.stamp(__file__), sys.hexversion, _sre.MAGIC]
+    known = datacache.derived("patterns", code, where, text)
+    if known is None:
+        rules, markers, _ = _load_rule_text(text, where, False, True)
+        known = {p.source: [p.required, sre_program(p.source)] for p in _patterns_of(rules, markers)}
+        datacache.keep_derived("patterns", code, where, text, known)
         datacache.save()
+    for source, (required, program) in known.items():
+        _REQUIRED[source] = required
+        if program is not None:
+            _PROGRAMS[source] = program
 
 
 def _patterns_of(rules: list[Rule], markers: dict[str, list[Marker]]) -> Iterator[Pattern]:

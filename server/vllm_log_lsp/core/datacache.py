@@ -2,9 +2,10 @@
 
 Parsing the catalog's TOML (and importing the TOML parser) is most of a short `check`'s work;
 its result is plain data, so it is kept as `marshal` data of plain values (dicts, lists,
-strings, numbers) in one file per package and Python version, with what is derived from it
-that costs as much again (the literal each built-in regex requires, see
-`catalog.required_literal`).
+strings, numbers) in one small file per data file, package and Python version (a run reads
+only the files it uses), with what is derived from it
+that costs as much again (the literal each built-in regex requires and the program `re`
+compiles it to, see `catalog.required_literal` and `catalog.sre_program`).
 
 A cached entry is used only for a file of the same name, length and CRC-32 (the text is read
 anyway, for line numbers), by the same package version and the same code that derived it (the
@@ -30,15 +31,17 @@ from typing import Any
 
 from .. import __version__
 
-#: Bump when the layout of the cache file changes.
-FORMAT = 1
+#: Bump when the layout of a cache file changes.
+FORMAT = 2
 _MAGIC = b"vllm-log-lsp data cache\n"
-#: Values a cache may hold (what TOML parses to, minus dates, which are not cached).
-_PLAIN = (str, int, float, bool, type(None))
+#: Values a cache may hold (what TOML parses to, minus dates, which are not cached; bytes).
+_PLAIN = (str, bytes, int, float, bool, type(None))
 
 _lock = threading.Lock()
-_loaded: dict[str, Any] | None = None  # the cache file's contents, read on first use
-_dirty = False  # something was added since it was read
+#: Per data file: its cache entry {"key": [length, crc], "toml": ..., "derived": {...}}, read on
+#: first use (an empty dict when there was none or it did not hold this text).
+_entries: dict[str, dict[str, Any]] = {}
+_dirty: set[str] = set()  # data files whose entry changed since it was read
 
 
 #: The package's folder: its data files live under it (`catalog/`, `mined/`).
@@ -67,13 +70,17 @@ def cache_dir() -> str | None:
     return os.path.join(base, "vllm-log-lsp")
 
 
-def cache_path() -> str | None:
-    """The cache file of this package and Python version, or None when caching is off."""
+def cache_path(where: str) -> str | None:
+    """The cache file of data file `where` (`catalog/markers.toml`) for this installation, package
+    and Python version, or None when caching is off."""
     folder = cache_dir()
     if folder is None:
         return None
     python = f"{sys.implementation.name}{sys.version_info[0]}{sys.version_info[1]}"
-    return os.path.join(folder, f"data-{__version__}-{python}.marshal")
+    # One folder per installation (a checkout, a wheel, the VS Code bundle): each keeps its own.
+    installation = zlib.crc32(PACKAGE_DIR.encode("utf-8", "surrogateescape"))
+    name = where.replace("/", "-").replace("\\", "-")
+    return os.path.join(folder, f"{__version__}-{python}-{installation:08x}", f"{name}.marshal")
 
 
 def stamp(path: str) -> tuple[int, int]:
@@ -85,13 +92,13 @@ def stamp(path: str) -> tuple[int, int]:
     return (info.st_size, info.st_mtime_ns)
 
 
-def _key(text: str) -> tuple[int, int]:
-    return (len(text), zlib.crc32(text.encode("utf-8", "surrogatepass")))
+def _key(text: str) -> list[int]:
+    return [len(text), zlib.crc32(text.encode("utf-8", "surrogatepass"))]
 
 
-def _read() -> dict[str, Any]:
-    """The cache's sections (`{}` when there is none or it is unusable)."""
-    path = cache_path()
+def _read(where: str) -> dict[str, Any]:
+    """The cache entry of data file `where` (`{}` when there is none or it is unusable)."""
+    path = cache_path(where)
     if path is None:
         return {}
     try:
@@ -109,7 +116,7 @@ def _read() -> dict[str, Any]:
     except Exception:  # ValueError, EOFError, TypeError: not marshal data of this Python
         return {}
     # Only values come out of marshal data (a code object would be a value too, never run).
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("where") != where:
         return {}
     return data
 
@@ -130,54 +137,60 @@ def _is_plain(value: Any) -> bool:
     return True
 
 
-def _sections() -> dict[str, Any]:
-    global _loaded
-    if _loaded is None:
-        _loaded = _read()
-        _loaded["format"] = FORMAT
-    return _loaded
+def _entry(where: str, text: str) -> dict[str, Any]:
+    """The entry of `where` for this very text (a fresh one when the cache holds another). Under
+    `_lock`."""
+    entry = _entries.get(where)
+    key = _key(text)
+    if entry is None or entry.get("key") != key:
+        entry = _read(where) if entry is None else {}
+        if entry.get("key") != key:
+            entry = {"format": FORMAT, "where": where, "key": key, "derived": {}}
+        _entries[where] = entry
+    return entry
 
 
 def save() -> bool:
-    """Write what was added to the cache (atomically: a reader sees the old file or the new one).
+    """Write the entries that changed (atomically: a reader sees the old file or the new one).
     False when nothing was written (nothing new, caching off, or the folder is not writable)."""
-    global _dirty
+    written = False
     with _lock:
-        path = cache_path()
-        if not _dirty or path is None or _loaded is None:
-            return False
-        try:
-            body = marshal.dumps(_loaded)
-        except ValueError:  # a value marshal cannot hold: keep nothing rather than part
-            return False
-        temporary = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(temporary, "wb") as handle:
-                handle.write(_MAGIC + zlib.crc32(body).to_bytes(4, "little") + body)
-            os.replace(temporary, path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            return False
-        _dirty = False
-        return True
+        for where in sorted(_dirty):
+            path = cache_path(where)
+            entry = _entries.get(where)
+            if path is None or entry is None:
+                continue
+            try:
+                body = marshal.dumps(entry)
+            except ValueError:  # a value marshal cannot hold: keep nothing rather than part
+                continue
+            temporary = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(temporary, "wb") as handle:
+                    handle.write(_MAGIC + zlib.crc32(body).to_bytes(4, "little") + body)
+                os.replace(temporary, path)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
+                continue
+            written = True
+        _dirty.clear()
+    return written
 
 
 def toml_data(where: str, text: str) -> dict[str, Any]:
     """`tomllib.loads(text)` of the package's data file `where`, from the cache when the cache saw
     this very text (a new parse is saved). Raises TOMLDecodeError as tomllib does."""
-    global _dirty
-    key = _key(text)
     with _lock:
-        entry = _sections().setdefault("toml", {}).get(where)
-        if entry is not None and entry[0] == key[0] and entry[1] == key[1]:
-            return entry[2]
+        found = _entry(where, text).get("toml")
+    if found is not None:
+        return found
     data = parse_toml(text)
     if _is_plain(data):  # a date, for instance, is not kept
         with _lock:
-            _sections()["toml"][where] = [key[0], key[1], data]
-            _dirty = True
+            _entry(where, text)["toml"] = data
+            _dirty.add(where)
         save()
     return data
 
@@ -194,26 +207,24 @@ def parse_toml(text: str) -> dict[str, Any]:
 def derived(section: str, code_stamp: Any, where: str, text: str) -> dict[str, Any] | None:
     """What `keep_derived` kept for file `where` with this very text, derived by code whose
     version is `code_stamp` (e.g. `stamp(__file__)` of the module that derives it); else None."""
-    key = [*_key(text), list(code_stamp)]
     with _lock:
-        entry = _sections().get(section, {}).get(where)
-    if entry is None or entry[:3] != key:
+        kept = _entry(where, text)["derived"].get(section)
+    if kept is None or kept[0] != list(code_stamp):
         return None
-    return entry[3]
+    return kept[1]
 
 
 def keep_derived(section: str, code_stamp: Any, where: str, text: str, values: dict[str, Any]) -> None:
     """Keep `values` derived from file `where`'s text (see `derived`); `save()` writes them."""
-    global _dirty
     if not _is_plain(values):
         return
     with _lock:
-        _sections().setdefault(section, {})[where] = [*_key(text), list(code_stamp), values]
-        _dirty = True
+        _entry(where, text)["derived"][section] = [list(code_stamp), values]
+        _dirty.add(where)
 
 
 def forget() -> None:
-    """Drop what was read, so the next use reads the cache file again (for tests)."""
-    global _loaded, _dirty
+    """Drop what was read, so the next use reads the cache files again (for tests)."""
     with _lock:
-        _loaded, _dirty = None, False
+        _entries.clear()
+        _dirty.clear()

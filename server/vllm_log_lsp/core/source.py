@@ -12,11 +12,8 @@ decompressed (rotated logs are normal); UTF-16/UTF-32 with a byte-order mark (Po
 
 from __future__ import annotations
 
-import bz2
 import codecs
-import gzip
 import io
-import lzma
 import mmap
 import os
 import stat
@@ -275,6 +272,10 @@ def _compression(head: bytes) -> str | None:
 
 
 def _decompress(data: bytes, kind: str, limit: int, name: str) -> bytes:
+    import bz2  # here: most logs are plain, and these cost a short check's start-up a share
+    import gzip
+    import lzma
+
     openers: dict[str, Opener] = {
         "gzip": lambda f: gzip.GzipFile(fileobj=f),
         "bzip2": bz2.BZ2File,
