@@ -85,3 +85,17 @@ def test_a_user_rule_file_brings_the_engine_with_time_limits(tmp_path: Path) -> 
         "check", "--rules", str(rules), "--format", "json", str(CRASH), cache=tmp_path / "c"
     )
     assert "regex" in modules and ("tomllib" in modules or "tomli" in modules)
+
+
+def test_the_console_script_collects_again_after_the_imports(tmp_path: Path) -> None:
+    """`__main__.run` pauses the collector for the imports only: the check runs with it on, and
+    what the imports made is frozen (never scanned again)."""
+    probe = (
+        "import gc, sys; from vllm_log_lsp.__main__ import run; "
+        "sys.argv = ['vllm-log-lsp', 'check', '--format', 'json', sys.argv[1]]; status = run(); "
+        "print(gc.isenabled(), gc.get_freeze_count() > 1000, status, file=sys.stderr)"
+    )
+    env = dict(os.environ, VLLM_LOG_LSP_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", probe, str(CRASH)], capture_output=True, text=True, env=env)
+    assert done.stderr.split() == ["True", "True", "1"], done.stderr
+    assert json.loads(done.stdout)["files"][0]["incidents"]
