@@ -529,15 +529,19 @@ def _rank(viable: list[tuple[int, Candidate]]) -> tuple[Candidate, list[tuple[Ca
     engine = _engine_side(group)
     originals = [c for c in engine if not _is_waiting(c)] or engine
     chosen = _in_words(min(originals, key=lambda c: (c.event.line, c.event.chain_index)), group)
+    # Membership by identity: comparing candidates by value walks their events field by field,
+    # and a death with thousands of candidates (a log of nothing but tracebacks) made it quadratic.
+    in_engine = {id(c) for c in engine}
+    in_originals = {id(c) for c in originals}
     demoted = []
     for g, cand in viable:
         if cand is chosen:
             continue
         if g != best_group:
             why = _GROUP_WHY[best_group]
-        elif cand not in engine:
+        elif id(cand) not in in_engine:
             why = "an API server error, while the engine side failed"
-        elif cand not in originals:
+        elif id(cand) not in in_originals:
             why = "a timeout waiting on another process, which failed"
         elif cand.traceback is not None and cand.traceback is chosen.traceback:
             why = "a later link of the same exception chain"
