@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 
 from . import catalog as catalog_mod
-from .catalog import Catalog
+from .catalog import Catalog, RuleMatches
 from .classify import build_finding, classify
 from .context import read_context
 from .health import build_health
@@ -208,8 +208,9 @@ def _analysis(
     incidents = group_incidents(index, catalog, scan, pools)
     findings: list[Finding] = []
     runs: dict[tuple[str, int], RunSegment] = {}
+    matches = RuleMatches(catalog)  # deaths of a restart loop repeat their causes
     for incident in incidents:
-        finding = _diagnose(index, catalog, scan, incident, runs, pools)
+        finding = _diagnose(index, catalog, scan, incident, runs, pools, matches)
         if finding is not None:
             findings.append(finding)
     findings = _dedupe(findings)
@@ -248,6 +249,7 @@ def _diagnose(
     incident: Incident,
     runs: dict[tuple[str, int], RunSegment],
     pools: list[Candidate],
+    matches: RuleMatches,
 ) -> Finding | None:
     starts = run_lines(scan, incident.outer)
     run_start = starts[incident.run_index - 1] if incident.run_index > 0 else 0
@@ -266,7 +268,9 @@ def _diagnose(
         context = read_context(index, run_offset, root_offset + 1)
         runs[key] = RunSegment(run_start, end_line, incident.outer, context)
     context = runs[key].context
-    finding = build_finding(index, catalog, scan, incident, cand, context, run_offset, root_offset, window)
+    finding = build_finding(
+        index, catalog, scan, incident, cand, context, run_offset, root_offset, window, matches
+    )
     telling = _telling_line(index, catalog, event)
     if telling is not None:
         span, words = telling

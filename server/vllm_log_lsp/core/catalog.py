@@ -429,6 +429,62 @@ class Catalog:
         return next((r for r in self.iter_rules() if r.id == rule_id), None)
 
 
+class RuleMatches:
+    """The rules whose `match` patterns find a text, in priority order, each with its first match;
+    remembered per text for one analysis (not shared between threads).
+
+    A restart loop's deaths repeat the same root causes, and the rules of a family share its
+    signature's patterns: each distinct pattern is searched once per text, and the rules are
+    tried only as far as a caller reads (built-in files are parsed as they are reached)."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._texts: dict[str, _TextMatches] = {}
+
+    def matching(self, text: str) -> Iterator[tuple[Rule, Any]]:
+        """(rule, first match of its `match` patterns) for every rule that finds `text`, in order."""
+        state = self._texts.get(text)
+        if state is None:
+            state = self._texts[text] = _TextMatches(self.catalog.iter_rules())
+        taken = 0
+        while True:
+            if taken < len(state.found):
+                yield state.found[taken]
+                taken += 1
+            elif not state.extend(text):
+                return
+
+
+class _TextMatches:
+    """The rules found so far for one text, the rules not tried yet, and each pattern's result."""
+
+    def __init__(self, untried: Iterator[Rule]) -> None:
+        self.found: list[tuple[Rule, Any]] = []
+        self.untried: Iterator[Rule] | None = untried
+        self.searched: dict[tuple[str, float | None, int | None], Any] = {}
+
+    def extend(self, text: str) -> bool:
+        """Try rules until one more finds `text`; False when none is left."""
+        for rule in self.untried or ():
+            found = self._first_match(rule, text)
+            if found:
+                self.found.append((rule, found))
+                return True
+        self.untried = None
+        return False
+
+    def _first_match(self, rule: Rule, text: str) -> Any:
+        for pattern in rule.match:
+            if pattern.required not in text:
+                continue  # (no match can lack it: as `Pattern.search` decides, without remembering)
+            key = (pattern.source, pattern.timeout, pattern.limit)  # the same regex, searched alike
+            if key not in self.searched:
+                self.searched[key] = pattern.search(text)
+            if self.searched[key]:
+                return self.searched[key]
+        return None
+
+
 #: Platforms whose PyTorch backend is reached through `torch.cuda` (ROCm's HIP build; torch_npu's
 #: `transfer_to_npu`), so their errors may say "CUDA" for the API while the device is theirs.
 CUDA_API_PLATFORMS = frozenset({"ROCm", "NPU"})

@@ -12,9 +12,10 @@ import bisect
 
 from . import catalog as catalog_mod
 from . import origins
-from .catalog import Catalog, Rule, fill_placeholders
+from .catalog import Catalog, Rule, RuleMatches, fill_placeholders
 from .incidents import Incident
 from .model import ExceptionEvent, Finding, Frame, ResolvedFix, RunContext, Symptom
+from .nearby import lines_before, lines_from
 from .phase import death_phase
 from .scan import Candidate, Scan
 from .text import LogIndex
@@ -26,20 +27,20 @@ _CONTEXT_RADIUS = 60
 
 
 def classify(
-    catalog: Catalog, root_text: str, chain: list[str], frames: list[str], window: list[str], phase: str
+    catalog: Catalog,
+    root_text: str,
+    chain: list[str],
+    frames: list[str],
+    window: list[str],
+    phase: str,
+    matches: RuleMatches | None = None,
 ) -> tuple[Rule | None, dict[str, str]]:
-    """The first rule that matches, and its captures."""
+    """The first rule that matches, and its captures. `matches`: the analysis's remembered rule
+    matches (see `RuleMatches`), for a log of many deaths."""
     window_blob = "\n".join(window)
     frames_blob = "\n".join(frames + chain)
     frame_items = frames + chain
-    for rule in catalog.iter_rules():
-        found = None
-        for pattern in rule.match:
-            found = pattern.search(root_text)
-            if found:
-                break
-        if not found:
-            continue
+    for rule, found in (matches or RuleMatches(catalog)).matching(root_text):
         if rule.phases and phase not in rule.phases:
             continue
         if (
@@ -116,9 +117,9 @@ def _frames_text(cand: Candidate) -> list[str]:
 def _window_text(index: LogIndex, root_offset: int, root_line: int, run: tuple[int, int]) -> list[str]:
     """The lines around the root cause, within its run (not the previous run's death)."""
     lo, hi = run
-    lines = [t for n, t in index.iter_lines_back(root_offset, root_line, _CONTEXT_RADIUS) if n >= lo]
+    lines = [t for n, t in lines_before(index, root_offset, root_line, _CONTEXT_RADIUS) if n >= lo]
     lines.reverse()
-    lines.extend(t for n, t in index.iter_lines_from(root_offset, root_line, _CONTEXT_RADIUS) if n < hi)
+    lines.extend(t for n, t in lines_from(index, root_offset, root_line, _CONTEXT_RADIUS) if n < hi)
     return [line[:2000] for line in lines]
 
 
@@ -141,9 +142,11 @@ def build_finding(
     run_offset: int,
     root_offset: int,
     run: tuple[int, int],
+    matches: RuleMatches | None = None,
 ) -> Finding:
     """The finding for `incident` with root cause `cand`: its rule, evidence, phase and fixes.
-    `run` is the incident's run as lines [first, next run's first)."""
+    `run` is the incident's run as lines [first, next run's first); `matches`, the analysis's
+    remembered rule matches."""
     event = cand.event
     frames = _frames_text(cand)
     chain = _chain_texts(scan, cand, run)
@@ -152,7 +155,7 @@ def build_finding(
     root_end = index.line_end_at(root_offset)
     phase, phase_line, phase_source = death_phase(index, catalog, own_frames, run_offset, root_end)
     root_text = _root_text(cand)
-    rule, captures = classify(catalog, root_text, chain, frames, window, phase)
+    rule, captures = classify(catalog, root_text, chain, frames, window, phase, matches)
     version = parse_version(context.vllm_version)
     mined = origins.match_event(event, cand.inner_text, version)
     origin = origins.origin_of(mined, version, context.vllm_version) if mined else None

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 
 from .lines import parse_line
+from .nearby import lines_before
 from .text import LogIndex, strip_ansi
 
 #: A runtime's date and time at the start of a line (RFC 3339, ISO 8601 with a space, logging's
@@ -43,8 +44,6 @@ def line_timestamp(raw: str) -> str | None:
 #: process prefix) may hide one from a plain search. A necessary test, at C speed.
 _READ = _VLLM_WITHIN + _RUNTIME_WITHIN
 _MAY_HOLD_TIME = re.compile(r"\d\d:\d\d:\d\d|\x1b|m\(")
-#: How much text above a line is decoded at a time when looking for its writer's last time.
-_BLOCK = 1 << 13
 
 
 def timestamp_at(index: LogIndex, line: int) -> str | None:
@@ -54,9 +53,9 @@ def timestamp_at(index: LogIndex, line: int) -> str | None:
 
 
 class Timestamps:
-    """`timestamp_at` for many lines of one index (a report's roots and symptoms): each line
-    above them is read once, and only the lines that may hold a time are parsed (the lines of a
-    traceback hold none, and one death's symptoms look above the same lines)."""
+    """`timestamp_at` for many lines of one index (a report's roots and symptoms): the lines
+    above are read a block at a time (`nearby`), only those that may hold a time are parsed (the
+    lines of a traceback hold none), each once (one death's symptoms look above the same lines)."""
 
     def __init__(self, index: LogIndex) -> None:
         self.index = index
@@ -84,29 +83,5 @@ class Timestamps:
     def _timed_lines_above(self, start: int, line: int) -> Iterator[tuple[int, str]]:
         """(number, text) of the lines that may hold a time among the `LOOK_BACK_LINES` lines
         above the one starting at `start` (numbered `line`), nearest first."""
-        lines = self._lines_above(start, line) if not self.index.has_cr else self._walk_above(start, line)
-        return ((n, text) for n, text in lines if _MAY_HOLD_TIME.search(text, 0, _READ))
-
-    def _walk_above(self, start: int, line: int) -> Iterator[tuple[int, str]]:
-        # Bare `\r` breaks lines too (as LSP counts them): walked line by line.
-        return self.index.iter_lines_back(start, line, LOOK_BACK_LINES)
-
-    def _lines_above(self, start: int, line: int) -> Iterator[tuple[int, str]]:
-        """As `LogIndex.iter_lines_back` (text without `\r`), a block of lines decoded and split
-        at a time."""
-        index, left, end, number = self.index, LOOK_BACK_LINES, start - 1, line
-        block = _BLOCK
-        while left > 0 and end >= 0:
-            lo = max(0, end - block)
-            if lo > 0:  # start the block at a line start
-                first_break = index.find("\n", lo, end)
-                if first_break < 0:
-                    block *= 2  # no whole line in it: a longer block
-                    continue
-                lo = first_break + 1
-            texts = index.slice(lo, end).split("\n")[-left:]
-            for text in reversed(texts):
-                number -= 1
-                yield number, text
-            left -= len(texts)
-            end = lo - 1
+        above = lines_before(self.index, start, line, LOOK_BACK_LINES)
+        return ((n, text) for n, text in above if _MAY_HOLD_TIME.search(text, 0, _READ))
