@@ -406,8 +406,23 @@ def _last_marked(index: LogIndex, markers: list[Marker], lo: int, hi: int, outer
 
 
 def unwrap_candidates(catalog: Catalog, scan: Scan) -> list[Candidate]:
-    """Every candidate with wrappers recognised (once per analysis, not once per incident)."""
-    return [_unwrap(catalog, c) for c in scan.events]
+    """Every candidate with wrappers recognised (once per analysis, not once per incident), each
+    distinct text once (a restart loop prints the same wrappers in every run)."""
+    wrapping: dict[str, tuple[int, str | None] | None] = {}
+    unwrapped = []
+    for cand in scan.events:
+        text = cand.event.text
+        if cand.tier == 0 and text not in wrapping:
+            wrapping[text] = _wrapping(catalog, text)
+        how = wrapping[text] if cand.tier == 0 else None
+        if how is None:
+            unwrapped.append(cand)
+        else:
+            tier, inner = how
+            unwrapped.append(
+                replace(cand, tier=tier, inner_text=inner) if inner else replace(cand, tier=tier)
+            )
+    return unwrapped
 
 
 @dataclass(frozen=True)
@@ -648,9 +663,9 @@ def _promote_named(catalog: Catalog, scan: Scan, choice: RootChoice, run_start: 
     root = choice.candidate.event
     haystack = "\n".join([root.text] + [f"{f.path} {f.function or ''}" for f in root.frames])
     promoting = {m.id: m for m in catalog.markers_of("precursor") if m.promote}
-    for precursor, line in scan.precursors:
+    for precursor, line in precursors_in(scan, run_start, root.line):
         marker = promoting.get(precursor.id)
-        if marker is None or not (run_start <= precursor.line < root.line):
+        if marker is None:
             continue
         found = marker.pattern.search(line.message)
         subject = (found.groupdict().get(marker.promote) or "") if found else ""
@@ -665,6 +680,20 @@ def _promote_named(catalog: Catalog, scan: Scan, choice: RootChoice, run_start: 
             choice, precursor, line, why, f"it follows from the warning on line {precursor.line + 1}"
         )
     return choice
+
+
+def precursors_in(scan: Scan, lo: int, hi: int) -> list[tuple[Precursor, LogLine]]:
+    """The scan's precursors on lines [lo, hi), in scan order, found by bisection in a copy
+    ordered by line made once per analysis: a restart loop's deaths do not each read them all."""
+    key = ("precursors_by_line", len(scan.precursors))
+    ordered = scan.cache.get(key)
+    if not isinstance(ordered, list):
+        ordered = scan.cache[key] = sorted(
+            range(len(scan.precursors)), key=lambda i: scan.precursors[i][0].line
+        )
+    first = bisect.bisect_left(ordered, lo, key=lambda i: scan.precursors[i][0].line)
+    last = bisect.bisect_left(ordered, hi, key=lambda i: scan.precursors[i][0].line)
+    return [scan.precursors[i] for i in sorted(ordered[first:last])]
 
 
 def _warning_root(
@@ -711,7 +740,7 @@ def promote_details(
     if not deferring:
         return choice
     since = max(run_start, _last_progress_line(index, catalog, scan, run_start, root.line))
-    details = [(p, line) for p, line in scan.precursors if p.id in deferring and since <= p.line < root.line]
+    details = [(p, line) for p, line in precursors_in(scan, since, root.line) if p.id in deferring]
     if not details:
         return choice
     burst = _first_burst(markers, details)
@@ -802,16 +831,17 @@ def _death_end(scan: Scan, incident: Incident) -> int:
     return end
 
 
-def _unwrap(catalog: Catalog, cand: Candidate) -> Candidate:
-    """A wrapper exception is not a cause; one that carries the original message stands in for
-    it (tier 1) when the original was not printed."""
-    if cand.tier != 0 or not _is_wrapper(catalog, cand.event.text):
-        return cand
+def _wrapping(catalog: Catalog, text: str) -> tuple[int, str | None] | None:
+    """How an exception of `text` wraps another: (1, the original message it carries), which
+    stands in for the original when that was not printed; (9, None): it only wraps, and is not
+    a cause. None: it wraps nothing."""
+    if not _is_wrapper(catalog, text):
+        return None
     for marker in catalog.markers_of("symptom"):
-        found = marker.pattern.search(cand.event.text)
+        found = marker.pattern.search(text)
         if found and found.groupdict().get("inner"):
-            return replace(cand, tier=1, inner_text=found.group("inner"))
-    return replace(cand, tier=9)
+            return 1, found.group("inner")
+    return 9, None
 
 
 def symptom_as_root(incident: Incident) -> Candidate:

@@ -9,6 +9,7 @@ error. Catalog rules always win: this is consulted only for what they do not rec
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 
@@ -100,15 +101,24 @@ def match_event(
     'X'`) is tried first: it is the original error."""
     if event.kind not in _MESSAGE_KINDS:
         return None
-    index = message_index()
     paths = tuple(frame.path for frame in event.frames)
+    return _match_message(event.type_name, event.message, paths, inner_text, version)
+
+
+@functools.lru_cache(maxsize=1024)
+def _match_message(
+    type_name: str, message: str, paths: tuple[str, ...], inner_text: str | None, version: Version | None
+) -> MessageMatch | None:
+    """`match_event` of an exception by its parts, remembered: a restart loop's deaths and the
+    copies of one exception ask for the same message again. (A match is never changed.)"""
+    index = message_index()
     if inner_text:
-        type_name, _, message = inner_text.partition(": ")
-        if message and re.fullmatch(r"[\w.]+", type_name):
-            found = index.match(type_name, message, version, paths)
+        inner_type, _, inner_message = inner_text.partition(": ")
+        if inner_message and re.fullmatch(r"[\w.]+", inner_type):
+            found = index.match(inner_type, inner_message, version, paths)
             if found is not None:
                 return found
-    return index.match(event.type_name, event.message, version, paths) if event.message else None
+    return index.match(type_name, message, version, paths) if message else None
 
 
 def origin_of(found: MessageMatch, version: Version | None, version_text: str | None) -> MessageOrigin:
