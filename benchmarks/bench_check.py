@@ -328,7 +328,7 @@ def fig_prefilter(args, check, workdir) -> list[Figure]:
 #: instead of `regex` and no ahocorasick-rs (modules set to None cannot be imported).
 BUNDLED = (
     "import sys; sys.modules['regex'] = sys.modules['ahocorasick_rs'] = None; "
-    "from vllm_log_lsp.cli import main; sys.exit(main())"
+    "from vllm_log_lsp.__main__ import run; sys.exit(run())"
 )
 
 

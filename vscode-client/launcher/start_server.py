@@ -22,6 +22,6 @@ def _isolated_path() -> list[str]:
 
 if __name__ == "__main__":
     sys.path[:] = _isolated_path()
-    from vllm_log_lsp.cli import main
+    from vllm_log_lsp.__main__ import run  # the console script's start (the collector paused)
 
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run())
