@@ -8,6 +8,7 @@ import dataclasses
 import importlib
 import pickle
 import pkgutil
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -217,3 +218,37 @@ def test_what_records_do_not_support_is_refused() -> None:
 
     with pytest.raises(ValueError):
         field(default=1, default_factory=list)
+
+
+def _bytes_per_instance(cls: type, count: int = 5000) -> float:
+    """Memory that `count` more instances of `cls` take, per instance (after GENERATE_AFTER)."""
+    [cls(n, 1, 2) for n in range(2 * records.GENERATE_AFTER)]
+    tracemalloc.start()
+    try:
+        kept = [cls(n, 1, 2) for n in range(count)]
+        used, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(kept) == count
+    return used / count
+
+
+def test_instances_share_their_class_keys() -> None:
+    """A record's instances are as small as a plain class's (their `__dict__`s share the class's
+    keys): a log of a million lines keeps a record per candidate line. Filling the first
+    instances' dicts with `dict.update` gave every instance, later ones too, keys of its own:
+    2.7x the dataclass twin (peak RSS of the all-ERROR benchmark up 14 %)."""
+
+    @dataclass(frozen=True)
+    class Point:
+        line: int
+        start: int
+        end: int
+
+    @dataclasses.dataclass(frozen=True)
+    class Twin:
+        line: int
+        start: int
+        end: int
+
+    assert _bytes_per_instance(Point) <= 1.75 * _bytes_per_instance(Twin)

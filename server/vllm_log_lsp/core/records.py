@@ -165,7 +165,12 @@ def _first_init(cls: type, items: tuple[Field, ...]) -> Any:
         built += 1
         if built >= GENERATE_AFTER and cls.__dict__["__init__"] is __init__:
             cls.__init__ = _make_init(cls, items)  # type: ignore[misc]
-        self.__dict__.update(_bound(cls, items, args, kwargs))
+        # One field at a time, as the generated one does: `__dict__.update(a dict)` gives the
+        # instance keys of its own, and then no instance of the class shares the class's keys
+        # (each one's `__dict__` about twice as big).
+        store = self.__dict__
+        for name, value in _bound(cls, items, args, kwargs).items():
+            store[name] = value
 
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     return __init__
