@@ -9,9 +9,9 @@ made here or in a worker process.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator
 
+from .core import regexes
 from .core.analyze import Analyzer
 from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
 from .core.linebreaks import NewlineLines
@@ -26,7 +26,7 @@ from .report.text import Style, render_text
 #: be an input error. Name a file explicitly, or by a glob, to check it whatever its name.
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zst")
-_ROTATION = re.compile(r"[.-]\d+$")  # serve.log.1, serve.log-20250101
+_ROTATION = regexes.compile(r"[.-]\d+$")  # serve.log.1, serve.log-20250101
 #: A batch is checked in parallel when it holds this much data or this many files. Starting a
 #: worker (importing the package, loading the catalog) costs about 0.3 s of CPU, a small log about
 #: 30 ms (the 60 corpus logs take 1.8 s in one process): below this, workers cost what they save.

@@ -16,7 +16,7 @@ import pytest
 
 from support import FORMATS
 from vllm_log_lsp.core import catalog as catalog_mod
-from vllm_log_lsp.core import datacache
+from vllm_log_lsp.core import datacache, regexes
 from vllm_log_lsp.core.catalog import _builtin_files, build_catalog
 
 CRASH = FORMATS / "tp2-worker-oom.log"
@@ -168,7 +168,7 @@ def test_a_pattern_compiled_from_its_cached_program_is_the_compiled_pattern(cach
 
 def test_a_program_the_engine_refuses_is_compiled_as_usual(cache: Path) -> None:
     source = r"CUDA out of memory\. Tried to allocate (?P<size>[\d.]+ [GM]iB)"
-    program = catalog_mod.sre_program(source)
+    program = regexes.sre_program(source)
     assert program is not None
     broken = [program[0], b"\xff\xff\xff\x7f" * 4, *program[2:]]
     catalog_mod._PROGRAMS[source] = broken

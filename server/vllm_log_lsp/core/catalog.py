@@ -24,17 +24,20 @@ import os
 import re as stdlib_re
 import sys
 import threading
-from array import array
 from collections.abc import Iterable, Iterator
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
 
-from . import datacache
+from . import datacache, regexes
 from .linearity import USER_CHECK_LENGTH, refusal
 from .model import PHASES, UNKNOWN_PHASE, Fix, FixOp, ValueSpec
 from .records import dataclass, field
 from .source import LogReadError, read_regular_text
 from .versions import in_range
+
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def user_engine() -> tuple[ModuleType, bool]:
@@ -162,47 +165,17 @@ else:
     from re import _constants as _sre
     from re import _parser as _sre_parse
 
-#: What `re.compile` hands the C engine for a built-in pattern (see `sre_program`), from the cache.
+#: What `re.compile` hands the C engine for a built-in pattern (`regexes.sre_program`), from the cache.
 _PROGRAMS: dict[str, list[Any]] = {}
 
 
-def sre_program(source: str) -> list[Any] | None:
-    """What `re.compile(source)` hands `_sre.compile` after its pure-Python parser and code
-    generator ran: [flags, code (uint32 bytes), groups, groupindex, indexgroup]; plain data, kept
-    in the cache (per Python version) so that a later run compiles a built-in pattern without
-    running them again. None where this Python's `re` is laid out otherwise."""
-    try:
-        if TYPE_CHECKING:  # (typeshed knows it under its old public name)
-            import sre_compile as _compiler
-        else:
-            from re import _compiler
-
-        tree = _sre_parse.parse(source, 0)
-        code = _compiler._code(tree, 0)  # type: ignore[attr-defined]
-        names: list[str | None] = [None] * tree.state.groups
-        for name, index in tree.state.groupdict.items():
-            names[index] = name
-        return [
-            tree.state.flags,
-            array("I", code).tobytes(),
-            tree.state.groups - 1,
-            dict(tree.state.groupdict),
-            names,
-        ]
-    except Exception:  # another layout of `re`'s internals: compile as usual
-        return None
-
-
 def compile_builtin(source: str) -> Any:
-    """`re.compile(source)` of a built-in pattern, from its cached `sre_program` when there is one
-    (the C engine checks the program; one it refuses is compiled as usual)."""
+    """`re.compile(source)` of a built-in pattern, from its cached `regexes.sre_program` when there
+    is one (the C engine checks the program; one it refuses is compiled as usual)."""
     program = _PROGRAMS.get(source)
     if program is not None:
         try:
-            import _sre  # type: ignore[import-not-found]
-
-            flags, code, groups, groupindex, names = program
-            return _sre.compile(source, flags, array("I", code).tolist(), groups, groupindex, tuple(names))
+            return regexes.from_program(source, program)
         except Exception:  # RuntimeError("invalid SRE code"), TypeError: not this Python's
             _PROGRAMS.pop(source, None)
     return stdlib_re.compile(source)
@@ -256,7 +229,7 @@ def _mandatory_runs(items: list) -> list[str]:
 def compile_pattern(source: str, eager: bool = True, required: str | None = None) -> Pattern:
     """A built-in Pattern (the stdlib engine, linear by the test suite's check); `eager` compiles
     now (raising on a bad regex), else on first use. `required`: its `required_literal`, if known."""
-    return Pattern(source, None, stdlib_re.compile(source) if eager else None, required=required)
+    return Pattern(source, None, regexes.compile(source) if eager else None, required=required)
 
 
 class RefusedPattern(ValueError):
@@ -524,7 +497,7 @@ def display_value(name: str, value: str) -> str:
 
 # Adjacent placeholders (`{url}{repo}`) name alternative captures of one value: the rule's
 # patterns capture it under either name, so the ones present are used and the others read empty.
-_ALTERNATIVES = stdlib_re.compile(r"(?:\{\w+\}){2,}")
+_ALTERNATIVES = regexes.compile(r"(?:\{\w+\}){2,}")
 
 
 def fill_placeholders(template: str, values: dict[str, str]) -> str | None:
@@ -983,11 +956,11 @@ def _learn_patterns(where: str, text: str) -> None:
     does not know the file (a new version, an edited catalog), parse it, derive both for its
     patterns and save them."""
     # The code that derives them: this module (a source checkout changes it) and the engine's.
-    code = [*datacache.stamp(__file__), sys.hexversion, _sre.MAGIC]
+    code = [*datacache.stamp(__file__), *datacache.stamp(regexes.__file__), sys.hexversion, _sre.MAGIC]
     known = datacache.derived("patterns", code, where, text)
     if known is None:
         rules, markers, _ = _load_rule_text(text, where, False, True)
-        known = {p.source: [p.required, sre_program(p.source)] for p in _patterns_of(rules, markers)}
+        known = {p.source: [p.required, regexes.sre_program(p.source)] for p in _patterns_of(rules, markers)}
         datacache.keep_derived("patterns", code, where, text, known)
         datacache.save()
     for source, (required, program) in known.items():

@@ -4,35 +4,38 @@ from __future__ import annotations
 
 import re
 
+from . import regexes
 from .lines import parse_line
 from .model import RunContext
 from .text import LogIndex
 from .values import canonical_flag
 
 _VERSION_PATTERNS = (
-    re.compile(r"vLLM (?:API )?server version (?P<v>\d[\w.+-]*)"),
-    re.compile(r"█\s+version\s+(?P<v>\d[\w.+-]*)"),
-    re.compile(r"Initializing an? (?:V[01] )?LLM engine \(v(?P<v>\d[\w.+-]*)\)"),
-    re.compile(r"Dumping input data for V1 LLM engine \(v(?P<v>\d[\w.+-]*)\)"),
+    regexes.compile(r"vLLM (?:API )?server version (?P<v>\d[\w.+-]*)"),
+    regexes.compile(r"█\s+version\s+(?P<v>\d[\w.+-]*)"),
+    regexes.compile(r"Initializing an? (?:V[01] )?LLM engine \(v(?P<v>\d[\w.+-]*)\)"),
+    regexes.compile(r"Dumping input data for V1 LLM engine \(v(?P<v>\d[\w.+-]*)\)"),
 )
 _MODEL_PATTERNS = (
-    re.compile(r"█\s+model\s+(?P<m>\S+)"),
-    re.compile(r"Starting to load model (?P<m>\S+?)(?:\.\.\.)?$"),
-    re.compile(r"serving model (?P<m>\S+)"),
-    re.compile(r"with config: model='(?P<m>[^']+)'"),
+    regexes.compile(r"█\s+model\s+(?P<m>\S+)"),
+    regexes.compile(r"Starting to load model (?P<m>\S+?)(?:\.\.\.)?$"),
+    regexes.compile(r"serving model (?P<m>\S+)"),
+    regexes.compile(r"with config: model='(?P<m>[^']+)'"),
 )
 _GPU_PATTERNS = (
-    re.compile(r"Your (?P<g>.+?) GPU (?:has compute capability|does not)"),
-    re.compile(r"device_name[=:] ?'?(?P<g>[^',)]+)"),
-    re.compile(r"GPU \d+ \((?P<g>NVIDIA [^)]+)\)"),
+    regexes.compile(r"Your (?P<g>.+?) GPU (?:has compute capability|does not)"),
+    regexes.compile(r"device_name[=:] ?'?(?P<g>[^',)]+)"),
+    regexes.compile(r"GPU \d+ \((?P<g>NVIDIA [^)]+)\)"),
 )
 # The platform vLLM runs on, as start-up names it: detected, a plugin's, or the engine config's.
 _PLATFORM_PATTERNS = (
-    re.compile(r"Automatically detected platform (?P<p>\w+)"),
-    re.compile(r"Platform plugin (?P<p>\w+) is activated"),
-    re.compile(r"\bdevice_config=(?P<p>\w+)"),
+    regexes.compile(r"Automatically detected platform (?P<p>\w+)"),
+    regexes.compile(r"Platform plugin (?P<p>\w+) is activated"),
+    regexes.compile(r"\bdevice_config=(?P<p>\w+)"),
 )
-_NAMESPACE_ITEM = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\[[^\]]*\]|\{[^}]*\}|[^,()]+)")
+_NAMESPACE_ITEM = regexes.compile(
+    r"(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\[[^\]]*\]|\{[^}]*\}|[^,()]+)"
+)
 
 # Start-up lines worth reading for context are near a run's start.
 _CONTEXT_LITERALS = (
@@ -54,10 +57,8 @@ def parse_args_text(message: str) -> dict[str, str]:
     args: dict[str, str] = {}
     if message.startswith("non-default args:"):
         body = message.partition(":")[2].strip()
-        import ast  # only for this line: importing it costs the CLI start-up time
-
         try:
-            parsed = ast.literal_eval(body) if len(body) < 200_000 else None
+            parsed = literal_value(body) if len(body) < 200_000 else None
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             parsed = None
         if isinstance(parsed, dict):
@@ -74,6 +75,103 @@ def parse_args_text(message: str) -> dict[str, str]:
             continue
         args[canonical_flag(key)] = value.strip("'\"")
     return args
+
+
+# What vLLM's `non-default args:` line holds: the repr of a dict of plain values. Its tokens, as
+# Python's own tokenizer reads them, for the values whose repr needs no escape: printable ASCII
+# strings without a backslash, decimal numbers, True/False/None, brackets and separators.
+_LITERAL_TOKEN = regexes.compile(
+    r" *(?:(?P<str>'[ -&(-\[\]-~]*'|\"[ !#-\[\]-~]*\")"
+    r"|(?P<num>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)"
+    r"|(?P<name>True|False|None)|(?P<punct>[][{}(),:]))"
+)
+_NAMES = {"True": True, "False": False, "None": None}
+_CLOSING = {"{": "}", "[": "]", "(": ")"}
+#: Deeper nesting goes to `ast` (whose parser limits nesting; this one need not know where).
+_MAX_DEPTH = 50
+
+
+class _NotPlain(Exception):
+    """A text the plain reader does not take: `ast.literal_eval` decides it."""
+
+
+def literal_value(text: str) -> object:
+    """`ast.literal_eval(text)`: read here when the text holds only plain values (as vLLM's args
+    line does), else by `ast` itself, whose import would cost a short check a tenth of its time.
+    The same value, or the same exception, either way."""
+    try:
+        return _PlainReader(text).document()
+    except Exception:  # _NotPlain, or a dict key that cannot be hashed: ast decides (and raises)
+        import ast
+
+        return ast.literal_eval(text)
+
+
+class _PlainReader:
+    """Recursive descent over `_LITERAL_TOKEN`s; raises `_NotPlain` at anything else."""
+
+    def __init__(self, text: str) -> None:
+        self.tokens: list[tuple[str, str]] = []
+        pos = 0
+        while pos < len(text):
+            found = _LITERAL_TOKEN.match(text, pos)
+            if found is None or found.end() == pos:
+                if text[pos:].strip(" ") == "":
+                    break
+                raise _NotPlain
+            kind = found.lastgroup or ""
+            self.tokens.append((kind, found.group(kind)))
+            pos = found.end()
+        self.at = 0
+
+    def document(self) -> object:
+        value = self.value(0)
+        if self.at != len(self.tokens):
+            raise _NotPlain  # two values side by side ('a' 'b' is one string to Python), or more
+        return value
+
+    def next(self) -> tuple[str, str]:
+        if self.at >= len(self.tokens):
+            raise _NotPlain
+        self.at += 1
+        return self.tokens[self.at - 1]
+
+    def peek(self) -> str:
+        return self.tokens[self.at][1] if self.at < len(self.tokens) else ""
+
+    def value(self, depth: int) -> object:
+        kind, token = self.next()
+        if kind == "str":
+            return token[1:-1]
+        if kind == "num":
+            return float(token) if any(c in token for c in ".eE") else int(token)
+        if kind == "name":
+            return _NAMES[token]
+        if token not in _CLOSING or depth >= _MAX_DEPTH:
+            raise _NotPlain
+        closing = _CLOSING[token]
+        items: list[object] = []
+        keys: list[object] = []
+        separated = True  # a comma (or the opening) came last
+        while self.peek() != closing:
+            if not separated:
+                raise _NotPlain
+            if token == "{":
+                keys.append(self.value(depth + 1))
+                if self.next()[1] != ":":
+                    raise _NotPlain  # a set, or a dict gone wrong
+            items.append(self.value(depth + 1))
+            separated = self.peek() == ","
+            if separated:
+                self.next()
+        self.next()
+        if token == "{":
+            return dict(zip(keys, items, strict=True))
+        if token == "[":
+            return items
+        if len(items) == 1 and not separated:
+            return items[0]  # (x) is x; (x,) a tuple
+        return tuple(items)
 
 
 def _arg_text(value: object) -> str:

@@ -27,9 +27,13 @@ import os
 import sys
 import threading
 import zlib
-from typing import Any
 
 from .. import __version__
+
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Bump when the layout of a cache file changes.
 FORMAT = 2

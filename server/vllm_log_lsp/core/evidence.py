@@ -7,7 +7,7 @@ it several ways), so it reads like its base name and only the first of them is s
 
 from __future__ import annotations
 
-import re
+from . import regexes
 
 #: Names whose words alone would not say what the value is.
 LABELS: dict[str, str] = {
@@ -72,7 +72,7 @@ LABELS: dict[str, str] = {
     "expr": "expression",
 }
 
-_ALTERNATIVE = re.compile(r"^(?P<base>.*?[a-z])\d+$")
+_ALTERNATIVE = regexes.compile(r"^(?P<base>.*?[a-z])\d+$")
 
 
 def base_name(name: str) -> str:

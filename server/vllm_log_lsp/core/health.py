@@ -12,7 +12,6 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 from . import datacache
 from .catalog import CatalogError, _parse_fix
@@ -25,6 +24,11 @@ from .stats import PreemptionWarning, Series, StatsSample, StatsScan, read_time,
 from .text import LogIndex
 from .values import resolve_op
 from .versions import in_range, parse_version
+
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 HEALTH_FILE = "catalog/health/health.toml"  # in the package
 _SEVERITIES = ("information", "warning")  # never "error"

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import bisect
 import json
-import re
 from array import array
 
+from . import regexes
 from .linebreaks import NewlineLines
 from .records import dataclass
 from .text import Text
@@ -40,8 +40,8 @@ _SNIFF_CHARS = 1 << 20
 SNIFF_CHARS = _SNIFF_CHARS
 # The keys that make an object a log record of python-json-logger with vLLM's format.
 _RECORD_KEYS = ("levelname", "message")
-_ASCTIME = re.compile(r"\d{4}-(\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[,.](\d+))?")
-_NAME_CHARS = re.compile(r"[^\w.\-]")
+_ASCTIME = regexes.compile(r"\d{4}-(\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[,.](\d+))?")
+_NAME_CHARS = regexes.compile(r"[^\w.\-]")
 _DECODER = json.JSONDecoder()
 _SCANSTRING = json.decoder.scanstring  # type: ignore[attr-defined]
 _WHITESPACE = " \t\n\r"

@@ -18,12 +18,16 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+
+from .records import dataclass
+
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The parser behind `re` (private, but stable for years; only used for this analysis). Type
 # checkers read it under its old public name, which typeshed describes.
-from .records import dataclass
-
 if TYPE_CHECKING or sys.version_info < (3, 11):
     import sre_parse as _sre_parse
     from sre_constants import MAXREPEAT
@@ -36,7 +40,10 @@ RUN_CHARACTERS = "a0 '\"/.:-_=,(\t[x\\"
 #: Appended to a run so that a pattern that needs more than the run fails after reading all of it.
 FAIL_SUFFIXES = ("", "\x00", "!")
 
-Search = Callable[[str], Any]
+if TYPE_CHECKING:
+    Search = Callable[[str], Any]
+else:  # a name for annotations only
+    Search = Callable
 
 
 @dataclass(frozen=True)

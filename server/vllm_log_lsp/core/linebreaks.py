@@ -14,14 +14,20 @@ from __future__ import annotations
 
 import bisect
 import mmap
-import re
 from array import array
-from typing import Protocol
 
+from . import regexes
 from .text import Needle, Text
 
-_BARE_CR = re.compile(r"\r(?!\n)")
-_BARE_CR_BYTES = re.compile(rb"\r(?!\n)")
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
+else:  # `Numbering` is a plain base class at run time: nothing checks it
+    Protocol = object
+
+_BARE_CR = regexes.compile(r"\r(?!\n)")
+_BARE_CR_BYTES = regexes.compile(rb"\r(?!\n)")
 
 
 class Numbering(Protocol):

@@ -23,10 +23,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from . import regexes
 from .model import LogLine
 from .text import strip_ansi
 
-_OUTER = re.compile(
+_OUTER = regexes.compile(
     r"""
     (?P<quote>>[ ]?)
   | (?P<cri>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)[ ](?:stdout|stderr)[ ][FP][ ])
@@ -40,7 +41,7 @@ _OUTER = re.compile(
     re.VERBOSE,
 )
 
-_PROCESS = re.compile(
+_PROCESS = regexes.compile(
     r"""
     \((?P<name>[A-Za-z_][\w.\-]*(?:[ ](?:rank=\d+|TP\d+|PP\d+(?:_TP\d+)?))?)
     [ ]pid=(?P<pid>\d+)(?:,[ ]ip=(?P<ip>[0-9A-Fa-f.:]+))?\)[ ]?
@@ -63,7 +64,7 @@ def _may_start_outer(char: str) -> bool:
 
 _OUTER_FIRST = frozenset(">[ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
-_VLLM_HEADER = re.compile(
+_VLLM_HEADER = regexes.compile(
     r"""
     (?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)[ ]
     (?P<date>\d\d-\d\d[ ]\d\d:\d\d:\d\d)(?:\.\d+)?[ ]
@@ -72,7 +73,7 @@ _VLLM_HEADER = re.compile(
     re.VERBOSE,
 )
 
-_OTHER_HEADER = re.compile(
+_OTHER_HEADER = regexes.compile(
     r"""
     (?P<uvicorn>(?P<ulevel>DEBUG|INFO|WARNING|ERROR|CRITICAL):[ ]+)
   | (?P<pylog>\d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d,\d{3}[ ]-[ ](?:[\w.]+[ ]-[ ])?
@@ -184,7 +185,7 @@ def _plausible_compose(clean: str, match: re.Match[str]) -> bool:
 
 
 # Where vLLM's own part of a line begins: a process prefix, a logger header, a traceback line.
-_VLLM_START = re.compile(
+_VLLM_START = regexes.compile(
     r"\((?:[A-Za-z_][\w.\-]*(?:[ ]\w+=?\w*)?)[ ]pid=\d+[^)]*\)"
     r"|\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ ]\d\d-\d\d[ ]\d\d:"
     r"|Traceback[ ]\(most[ ]recent[ ]call[ ]last\):"

@@ -20,20 +20,21 @@ import re
 from array import array
 from collections.abc import Iterator, Sequence
 
+from . import regexes
 from .catalog import Catalog
 from .jsonlog import Transcriber, looks_like_json_log
 from .linebreaks import NewlineLines
 from .records import dataclass, field
 
 # vLLM's header time (after the level) and a runtime's full timestamp at the line start.
-_HEADER_TIME = re.compile(
+_HEADER_TIME = regexes.compile(
     r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))? "
 )
-_RUNTIME_TIME = re.compile(r"(?:\S+ )?\d{4}-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
+_RUNTIME_TIME = regexes.compile(r"(?:\S+ )?\d{4}-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
 # How far into a line a timestamp is looked for.
 _TIME_REACH = 200
 # A process prefix: who wrote a line (`(Worker_TP1 pid=7)`).
-_WRITER = re.compile(r"\(([A-Za-z_][\w.\-]*(?: \w+=?\w*)?) pid=(\d+)")
+_WRITER = regexes.compile(r"\(([A-Za-z_][\w.\-]*(?: \w+=?\w*)?) pid=(\d+)")
 # Lines sampled from each file to choose the clock and to tell whether files are one run.
 _SAMPLE_LINES = 4000
 

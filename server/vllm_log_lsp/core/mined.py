@@ -25,12 +25,13 @@ import threading
 import zlib
 from collections.abc import Iterator
 
+from . import regexes
 from .records import dataclass
 from .versions import Version, parse_version
 
 DATA_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mined", "messages.idx")
 
-_WORD = re.compile(r"[A-Za-z0-9_]+")
+_WORD = regexes.compile(r"[A-Za-z0-9_]+")
 # Messages are looked at only this far: the exception line, not a pasted tensor dump.
 _MAX_MESSAGE = 4000
 

@@ -8,15 +8,21 @@ plain and frozen so that results can be shared across threads and cached.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
-
 from .records import dataclass, field
 
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Literal
+
     from .health import Health
     from .jsonlog import TranscriptLines
 
-Severity = Literal["error", "warning", "information", "hint"]
+if TYPE_CHECKING:
+    Severity = Literal["error", "warning", "information", "hint"]
+    Confidence = Literal["high", "medium", "low"]
+else:  # names for annotations only
+    Severity = Confidence = str
 
 #: Crash phases, in lifecycle order.
 PHASES: tuple[str, ...] = (
@@ -257,9 +263,6 @@ class Considered:
     line: int
     text: str
     why_not: str
-
-
-Confidence = Literal["high", "medium", "low"]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import functools
 import re
 import threading
 
-from . import datacache
+from . import datacache, regexes
 from .catalog import BUILTIN_REGEX_TIMEOUT, CatalogError, Rule, _parse_rule
 from .mined import MessageMatch, Template, message_index
 from .model import ExceptionEvent, MessageOrigin
@@ -153,7 +153,7 @@ def evidence_of(found: MessageMatch) -> dict[str, str]:
     }
 
 
-_VLLM_PATH = re.compile(r"(?:^|[/\\])(vllm[/\\](?:[^/\\]+[/\\])*[^/\\]+\.py)$")
+_VLLM_PATH = regexes.compile(r"(?:^|[/\\])(vllm[/\\](?:[^/\\]+[/\\])*[^/\\]+\.py)$")
 
 
 def vllm_component(paths: list[str]) -> str | None:

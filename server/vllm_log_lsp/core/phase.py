@@ -11,7 +11,6 @@ agree with it by `timeline_with_deaths`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Literal
 
 from .catalog import Catalog
 from .lines import parse_line
@@ -19,10 +18,18 @@ from .model import PHASE_TITLES, UNKNOWN_PHASE, Finding, PhaseMark
 from .scan import MAX_LINE
 from .text import LogIndex
 
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
 UNKNOWN = UNKNOWN_PHASE
 
 #: Where a death's phase was read from.
-PhaseSource = Literal["frames", "marker", "unknown"]
+if TYPE_CHECKING:
+    PhaseSource = Literal["frames", "marker", "unknown"]
+else:  # a name for annotations only
+    PhaseSource = str
 
 # How many non-matching occurrences of a marker's literal to skip before giving up on it.
 _MARKER_TRIES = 10

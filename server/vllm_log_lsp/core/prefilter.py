@@ -21,16 +21,17 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    import subprocess
 
 # subprocess and threading are imported where a tool runs: a small log never needs them, and they
 # cost a `check` of one a noticeable share of its start-up.
-
 from .text import LogIndex
 from .tools import find_program
+
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+    from typing import Any
 
 # Below this many characters a subprocess costs more than it saves.
 TOOL_THRESHOLD = 4_000_000

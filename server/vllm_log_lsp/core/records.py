@@ -21,17 +21,19 @@ Not supported (refused): inheritance from another record, `__post_init__`, `__sl
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, TypeVar
 
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # type checkers read `dataclass` as they read `dataclasses.dataclass` (PEP 681)
+    from typing import Any, TypeVar
+
     from typing_extensions import dataclass_transform
+
+    _Class = TypeVar("_Class", bound=type)
 else:
 
     def dataclass_transform(**_: Any) -> Any:
         return lambda decorated: decorated
-
-
-_Class = TypeVar("_Class", bound=type)
 
 
 class _Missing:

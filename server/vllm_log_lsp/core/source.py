@@ -20,10 +20,16 @@ import stat
 import sys
 import zlib
 from collections.abc import Callable
-from typing import BinaryIO, Protocol
 
 from .records import dataclass, field
 from .text import Buffer
+
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO, Protocol
+else:  # `Readable` is a plain base class at run time: nothing checks it
+    Protocol = object
 
 #: A plain file at least this big is mapped into memory instead of read: the analysis touches
 #: only the lines around what the pre-filter finds, so most of a large log is never paged in.
@@ -59,7 +65,10 @@ class Readable(Protocol):
 
 
 #: A decompressor: a readable stream (and context manager) over compressed bytes.
-Opener = Callable[[io.BytesIO], io.BufferedIOBase | BinaryIO]
+if TYPE_CHECKING:
+    Opener = Callable[[io.BytesIO], io.BufferedIOBase | BinaryIO]
+else:  # a name for annotations only
+    Opener = Callable
 
 
 class LogReadError(Exception):

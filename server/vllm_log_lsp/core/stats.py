@@ -23,10 +23,10 @@ Only lines holding one of `LITERALS` are read (the literal pre-filter: one rg/gr
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
 
+from . import regexes
 from .lines import parse_line
 from .model import Span
 from .outline import run_boundaries
@@ -42,7 +42,7 @@ LITERALS = (STATS_LITERAL, PREEMPTION_LITERAL, V0_PREFIX_HIT_LITERAL)
 # Stats lines are short; a longer one is read only this far.
 _MAX_LINE = 4000
 
-_HEAD = re.compile(
+_HEAD = regexes.compile(
     r"(?:Engine (?P<engine>\d{1,4}): |(?P<engines>\d+) Engines Aggregated: )?"
     r"Avg prompt throughput: (?P<prompt>\d+(?:\.\d+)?) tokens/s, "
     r"Avg generation throughput: (?P<generation>\d+(?:\.\d+)?) tokens/s, "
@@ -50,13 +50,13 @@ _HEAD = re.compile(
     r"(?:Swapped: (?P<swapped>\d+) reqs, Pending|Waiting): (?P<waiting>\d+) reqs"
 )
 # One `, `-separated part after the head: `Name: value[unit]`.
-_PART = re.compile(r"(?P<name>[A-Za-z][A-Za-z ]{0,40}): (?P<value>\d+(?:\.\d+)?)(?:%| reqs)?\.?$")
-_PREEMPTED = re.compile(
+_PART = regexes.compile(r"(?P<name>[A-Za-z][A-Za-z ]{0,40}): (?P<value>\d+(?:\.\d+)?)(?:%| reqs)?\.?$")
+_PREEMPTED = regexes.compile(
     r"is preempted by (?P<mode>PreemptionMode\.\w+) mode.{0,400}?total_num_cumulative_preemption=(?P<count>\d+)"
 )
-_V0_PREFIX_HIT = re.compile(r"Prefix cache hit rate: GPU: (?P<gpu>\d+(?:\.\d+)?)%")
+_V0_PREFIX_HIT = regexes.compile(r"Prefix cache hit rate: GPU: (?P<gpu>\d+(?:\.\d+)?)%")
 # A timestamp before the message: vLLM's `MM-DD HH:MM:SS`, or a runtime's `YYYY-MM-DD[ T]HH:MM:SS`.
-_STAMP = re.compile(
+_STAMP = regexes.compile(
     r"(?<!\d)(?:(?P<year>\d{4})-)?(?P<month>\d\d)-(?P<day>\d\d)[ T]"
     r"(?P<hour>\d\d):(?P<minute>\d\d):(?P<second>\d\d)(?:[.,](?P<fraction>\d{1,9}))?"
 )

@@ -19,17 +19,26 @@ import re
 from array import array
 from collections.abc import Iterator, Sequence
 from itertools import accumulate
-from typing import Any
+
+from . import regexes
+
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: What the index can read: an editor's text, a file's bytes, or a file mapped into memory.
 Buffer = bytes | mmap.mmap
 Text = str | Buffer
 #: What is searched for in a `Text`: a `str` in a `str`, `bytes` in the others. The pairing is
 #: each index's invariant (`LogIndex._lit`), which a union cannot say: hence `Any`.
-Needle = Any
+if TYPE_CHECKING:
+    Needle = Any
+else:  # a name for annotations only
+    Needle = object
 
 ESCAPE = "\x1b"
-_ANSI = re.compile(
+_ANSI = regexes.compile(
     r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]"
     # A colour code whose ESC byte was lost in a copy (GitHub, a terminal paste) around vLLM's
     # process prefix: `[0;36m(EngineCore pid=1)[0;0m `.

@@ -9,19 +9,19 @@ a root cause is that of the nearest line above it written by the same process.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from . import regexes
 from .lines import parse_line
 from .nearby import lines_before
 from .text import LogIndex, strip_ansi
 
 #: A runtime's date and time at the start of a line (RFC 3339, ISO 8601 with a space, logging's
 #: comma), after at most a short prefix (a compose service column, a markdown quote).
-_RUNTIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?")
+_RUNTIME = regexes.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?")
 _RUNTIME_WITHIN = 48
 #: vLLM's logger header: level, `MM-DD HH:MM:SS` with an optional fraction, then the source.
-_VLLM = re.compile(
+_VLLM = regexes.compile(
     r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) [\[(]?[\w./-]+\.py:\d+\]"
 )
 _VLLM_WITHIN = 200
@@ -43,7 +43,7 @@ def line_timestamp(raw: str) -> str | None:
 #: timestamp holds a time of day, and a colour code (ESC, or one whose ESC was lost before a
 #: process prefix) may hide one from a plain search. A necessary test, at C speed.
 _READ = _VLLM_WITHIN + _RUNTIME_WITHIN
-_MAY_HOLD_TIME = re.compile(r"\d\d:\d\d:\d\d|\x1b|m\(")
+_MAY_HOLD_TIME = regexes.compile(r"\d\d:\d\d:\d\d|\x1b|m\(")
 
 
 def timestamp_at(index: LogIndex, line: int) -> str | None:

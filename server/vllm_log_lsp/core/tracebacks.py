@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from . import regexes
 from .lines import parse_line
 from .model import ExceptionEvent, Frame, LogLine, Span
 from .records import dataclass, field
@@ -20,30 +21,32 @@ from .text import LogIndex
 
 TRACEBACK_HEADER = "Traceback (most recent call last):"
 
-_FRAME = re.compile(
+_FRAME = regexes.compile(
     r'\s*File "?(?P<path>[^",]*)"?(?:, line (?P<lineno>\d+))?(?:, in (?P<func>.+?))?\s*'
     r"(?:\[repeated \d+x across cluster\].*)?$"
 )
-_CARETS = re.compile(r"\s*[~^\s]+$")
-_ELISION = re.compile(r"\s*(?:\.\.\.<\d+ lines>\.\.\.|\[Previous line repeated \d+ more times?\]|\.+)\s*$")
-_CHAIN = re.compile(
+_CARETS = regexes.compile(r"\s*[~^\s]+$")
+_ELISION = regexes.compile(
+    r"\s*(?:\.\.\.<\d+ lines>\.\.\.|\[Previous line repeated \d+ more times?\]|\.+)\s*$"
+)
+_CHAIN = regexes.compile(
     r"\s*(?:The above exception was the direct cause of the following exception:"
     r"|During handling of the above exception, another exception occurred:)\s*$"
 )
 # `pkg.mod.Type(Inner): message` in a traceback: the type is a dotted name whose last part is
 # capitalised (or ends like an exception), optionally with Ray's `(Cause)`.
-_EXCEPTION = re.compile(
+_EXCEPTION = regexes.compile(
     r"(?P<type>(?:[A-Za-z_][\w]*\.)*(?:[A-Z]\w*|\w*(?:Error|Exception|Interrupt|Exit))"
     r"(?:\((?P<inner>[\w.]+)\))?)(?::(?P<message>.*))?$"
 )
 # Outside a traceback a line must look unmistakably like an exception to count as one.
-STANDALONE_EXCEPTION = re.compile(
+STANDALONE_EXCEPTION = regexes.compile(
     r"(?P<type>(?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Fault|Timeout|Dead)"
     r"(?:\((?P<inner>[\w.]+)\))?):(?P<message>(?: .*)?)$"
 )
 _RAY_DEDUP_LITERAL = "[repeated "  # in every text `_RAY_DEDUP` matches
-_FIELD_LOCATION = re.compile(r"[a-z_][\w]*(?:\.[\w]+)*$")
-_RAY_DEDUP = re.compile(r"\s*\[repeated \d+x across cluster\](?: \(Ray deduplicates.*)?$")
+_FIELD_LOCATION = regexes.compile(r"[a-z_][\w]*(?:\.[\w]+)*$")
+_RAY_DEDUP = regexes.compile(r"\s*\[repeated \d+x across cluster\](?: \(Ray deduplicates.*)?$")
 _KEYWORDS = frozenset(
     [
         "and",

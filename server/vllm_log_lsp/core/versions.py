@@ -6,11 +6,12 @@ Only the numeric release part matters for flag spellings and fix ranges.
 
 from __future__ import annotations
 
-import re
+from . import regexes
 
 Version = tuple[int, ...]
 
-_RELEASE = re.compile(r"v?(\d+(?:\.\d+)*)")
+_RELEASE = regexes.compile(r"v?(\d+(?:\.\d+)*)")
+_CLAUSE = regexes.compile(r"(>=|<=|==|!=|>|<)\s*(\S+)")
 
 
 def parse_version(text: str | None) -> Version | None:
@@ -33,7 +34,7 @@ def in_range(version: Version | None, spec: str) -> bool:
         return True
     for clause in spec.split(","):
         clause = clause.strip()
-        match = re.fullmatch(r"(>=|<=|==|!=|>|<)\s*(\S+)", clause)
+        match = _CLAUSE.fullmatch(clause)
         if not match:
             raise ValueError(f"bad version clause {clause!r}")
         bound = parse_version(match.group(2))
