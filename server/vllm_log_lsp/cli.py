@@ -6,14 +6,13 @@ VS Code server free of extra dependencies.
 
 from __future__ import annotations
 
-import argparse
 import codecs
 import contextlib
 import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from types import SimpleNamespace
 
 from . import __version__
 from .batch import (
@@ -44,6 +43,12 @@ from .report.json_report import (
     shown_name,
 )
 from .report.text import Style, render_text, summary_table
+
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any, TextIO
 
 #: Exit codes (also in `--help`): a readable log with no engine death; a death; the input or the
 #: command line could not be used (nothing was diagnosed); a bug in this tool. The worst wins.
@@ -406,6 +411,8 @@ def tcp_address(value: str) -> tuple[str, int]:
     """`HOST:PORT`, `:PORT` or `[IPv6]:PORT` → (host, port); port 0 picks a free one."""
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        import argparse
+
         raise argparse.ArgumentTypeError(f"{value!r} is not HOST:PORT (a port from 0 to 65535)")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     return host or "127.0.0.1", int(port)
@@ -438,17 +445,170 @@ def cmd_serve(args: argparse.Namespace, catalog: Catalog) -> int:
     return 0
 
 
+# -- the command line ---------------------------------------------------------------------------
+#: `--rules` after the command (each sub-command's copy goes to its own list).
+COMMAND_RULES: tuple[str, dict[str, Any]] = (
+    "--rules",
+    {
+        "dest": "command_rules",
+        "action": "append",
+        "default": [],
+        "metavar": "FILE",
+        "help": "extra rule file (TOML, the catalog's schema); repeatable",
+    },
+)
+#: `check`'s options (after `--rules`), as argparse is given them: `build_parser` adds them, and
+#: `plain_check_args` reads the common command lines by them without building any parser.
+CHECK_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "--format",
+        {
+            "choices": ("text", "json", "sarif", "github"),
+            "default": "text",
+            "help": "compiler-style text (default), JSON, SARIF 2.1.0 (code scanning) or GitHub Actions "
+            "workflow commands (annotations)",
+        },
+    ),
+    (
+        "--jobs",
+        {
+            "type": int,
+            "metavar": "N",
+            "help": "check the files in N processes (default: every core for a large batch, else 1)",
+        },
+    ),
+    (
+        "--color",
+        {
+            "choices": ("auto", "always", "never"),
+            "default": "auto",
+            "help": "colour the text report: auto (default) only on a terminal, and not when NO_COLOR is set",
+        },
+    ),
+    (
+        "--fix",
+        {
+            "metavar": "SCRIPT",
+            "help": "print the log's preferred fix as a unified diff of this launch script "
+            "(shell, compose, Kubernetes, Dockerfile, Python) instead of the report",
+        },
+    ),
+    ("--write", {"action": "store_true", "help": "with --fix: apply the fix to SCRIPT"}),
+    (
+        "--report",
+        {"metavar": "HTML", "help": "also write a self-contained HTML report of the log (one FILE)"},
+    ),
+    (
+        "--fix-index",
+        {
+            "type": int,
+            "metavar": "N",
+            "help": "with --fix: use fix N of the first finding (as the report numbers them) instead of "
+            "the first fix that changes SCRIPT",
+        },
+    ),
+    (
+        "--follow",
+        {
+            "action": "store_true",
+            "help": "follow the one FILE (or -) as it grows: print each engine death as soon as it is complete "
+            "(JSON: one object per line); Ctrl-C ends it, exit 1 if a death was printed, else 0. A "
+            "standard input that pauses (tail -f x | check -) is followed without it",
+        },
+    ),
+)
+#: `check`'s mutually exclusive pair.
+CHECK_MERGING: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "--merge",
+        {
+            "dest": "merge",
+            "action": "store_const",
+            "const": True,
+            "default": None,
+            "help": "check the FILEs (one per rank, process or pod) as one run, interleaved by time; "
+            "automatic when they evidently are one run split per process",
+        },
+    ),
+    (
+        "--no-merge",
+        {"dest": "merge", "action": "store_const", "const": False, "help": "check each FILE alone, always"},
+    ),
+)
+
+
+def plain_check_args(argv: Sequence[str]) -> SimpleNamespace | None:
+    """What `build_parser().parse_args(argv)` gives for a plain `check` command line: `check`,
+    options each spelt in full with its value as the next argument, then the FILEs, none of them
+    starting with `-`. Building argparse's parsers (and importing it) would cost a short check a
+    tenth of its time; any other command line (help, an error, another command, an abbreviation,
+    `--opt=value`, standard input) is left to argparse: None."""
+    if not argv or argv[0] != "check":
+        return None
+    options = (COMMAND_RULES, *CHECK_OPTIONS, *CHECK_MERGING)
+    found: dict[str, Any] = {"rules": [], "debug": False, "command": "check"}
+    for flag, declared in options:
+        dest = _dest(flag, declared)
+        default = declared.get("default", False if declared.get("action") == "store_true" else None)
+        found.setdefault(dest, list(default) if isinstance(default, list) else default)
+    by_flag = dict(options)
+    merging = {flag for flag, _ in CHECK_MERGING}
+    exclusive: set[str] = set()
+    at = 1
+    while at < len(argv) and argv[at].startswith("-"):
+        flag = argv[at]
+        keywords = by_flag.get(flag)
+        if keywords is None or not keywords.keys() <= _PLAIN_KEYWORDS:
+            return None
+        dest, action = _dest(flag, keywords), keywords.get("action", "store")
+        if action == "store_true":
+            found[dest] = True
+        elif action == "store_const":
+            found[dest] = keywords["const"]
+            exclusive |= {flag} & merging
+        elif action in ("store", "append"):  # the next argument is the value
+            value = _plain_value(argv[at + 1] if at + 1 < len(argv) else None, keywords)
+            if value is None:
+                return None
+            if action == "append":
+                found[dest].append(value)
+            else:
+                found[dest] = value
+            at += 1
+        else:  # an action this reader does not know: argparse's
+            return None
+        at += 1
+    files = list(argv[at:])
+    if not files or len(exclusive) > 1 or any(name.startswith("-") for name in files):
+        return None
+    return SimpleNamespace(**found, files=files, handler=cmd_check)
+
+
+#: The argparse keywords `plain_check_args` knows the meaning of (an option with others: argparse's).
+_PLAIN_KEYWORDS = frozenset({"action", "choices", "const", "default", "dest", "help", "metavar", "type"})
+
+
+def _dest(flag: str, keywords: dict[str, Any]) -> str:
+    return keywords.get("dest") or flag.lstrip("-").replace("-", "_")
+
+
+def _plain_value(text: str | None, keywords: dict[str, Any]) -> str | int | None:
+    """An option's value as argparse converts it; None where argparse should read it (no value, a
+    value starting with `-`, one outside the choices, a number that is not plain ASCII digits)."""
+    if text is None or text.startswith("-") or text not in keywords.get("choices", (text,)):
+        return None
+    kind = keywords.get("type")
+    if kind is None:
+        return text
+    return int(text) if kind is int and text.isascii() and text.isdigit() else None
+
+
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     # `--rules` before or after the command: the sub-commands' copy goes to its own list.
     rules_option = argparse.ArgumentParser(add_help=False)
-    rules_option.add_argument(
-        "--rules",
-        dest="command_rules",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="extra rule file (TOML, the catalog's schema); repeatable",
-    )
+    rules_option.add_argument(COMMAND_RULES[0], **COMMAND_RULES[1])
     parser = argparse.ArgumentParser(
         prog="vllm-log-lsp",
         description="Turn a vLLM crash log into a diagnosis: root cause, phase and fix.",
@@ -481,62 +641,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="log files, directories (their logs, recursively) or globs ('logs/**/*.log'); "
         "- reads standard input",
     )
-    check.add_argument(
-        "--format",
-        choices=("text", "json", "sarif", "github"),
-        default="text",
-        help="compiler-style text (default), JSON, SARIF 2.1.0 (code scanning) or GitHub Actions "
-        "workflow commands (annotations)",
-    )
-    check.add_argument(
-        "--jobs",
-        type=int,
-        metavar="N",
-        help="check the files in N processes (default: every core for a large batch, else 1)",
-    )
-    check.add_argument(
-        "--color",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="colour the text report: auto (default) only on a terminal, and not when NO_COLOR is set",
-    )
-    check.add_argument(
-        "--fix",
-        metavar="SCRIPT",
-        help="print the log's preferred fix as a unified diff of this launch script "
-        "(shell, compose, Kubernetes, Dockerfile, Python) instead of the report",
-    )
-    check.add_argument("--write", action="store_true", help="with --fix: apply the fix to SCRIPT")
-    check.add_argument(
-        "--report", metavar="HTML", help="also write a self-contained HTML report of the log (one FILE)"
-    )
-    check.add_argument(
-        "--fix-index",
-        type=int,
-        metavar="N",
-        help="with --fix: use fix N of the first finding (as the report numbers them) instead of "
-        "the first fix that changes SCRIPT",
-    )
-    check.add_argument(
-        "--follow",
-        action="store_true",
-        help="follow the one FILE (or -) as it grows: print each engine death as soon as it is complete "
-        "(JSON: one object per line); Ctrl-C ends it, exit 1 if a death was printed, else 0. A "
-        "standard input that pauses (tail -f x | check -) is followed without it",
-    )
+    for flag, keywords in CHECK_OPTIONS:
+        check.add_argument(flag, **keywords)
     merging = check.add_mutually_exclusive_group()
-    merging.add_argument(
-        "--merge",
-        dest="merge",
-        action="store_const",
-        const=True,
-        default=None,
-        help="check the FILEs (one per rank, process or pod) as one run, interleaved by time; "
-        "automatic when they evidently are one run split per process",
-    )
-    merging.add_argument(
-        "--no-merge", dest="merge", action="store_const", const=False, help="check each FILE alone, always"
-    )
+    for flag, keywords in CHECK_MERGING:
+        merging.add_argument(flag, **keywords)
     check.set_defaults(handler=cmd_check)
 
     rules = sub.add_parser(
@@ -587,8 +696,7 @@ def load_catalog(paths: list[str]) -> Catalog | None:
 def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         _never_fail_to_encode(stream)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = plain_check_args(sys.argv[1:] if argv is None else argv) or build_parser().parse_args(argv)
     try:
         catalog = load_catalog(args.rules + args.command_rules)
         if catalog is None:

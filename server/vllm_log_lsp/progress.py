@@ -16,9 +16,13 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from typing import TextIO
 
 from .batch import input_size
+
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TextIO
 
 #: What makes an input large enough for a progress line: this many bytes, or this many files.
 MIN_BYTES = 32 << 20

@@ -1,6 +1,7 @@
 """`check` imports only what it uses: a short log's check is mostly start-up, so the language
 server, the launch-script editors, the other report formats, the process pool, the TOML parser
-(the catalog's parse is cached) and `regex` (user patterns only) stay unimported."""
+(the catalog's parse is cached), `regex` (user patterns only), `typing`, `ast` and argparse stay
+unimported."""
 
 from __future__ import annotations
 
@@ -37,6 +38,10 @@ NEVER_FOR_CHECK = (
     "regex",
     "pathlib",
     "difflib",
+    "typing",  # annotations only (`TYPE_CHECKING` blocks)
+    "ast",  # vLLM's args line is read by `context.literal_value`
+    "argparse",  # a plain `check` command line is read by `cli.plain_check_args`
+    "shutil",  # (argparse's formatter asks it the terminal's width)
 )
 
 
@@ -68,6 +73,7 @@ def test_check_of_one_log_imports_only_what_it_uses(tmp_path: Path) -> None:
         (["--format", "sarif"], "vllm_log_lsp.report.sarif"),
         (["--format", "github"], "vllm_log_lsp.report.github"),
         (["--merge", str(CRASH)], "vllm_log_lsp.streams"),
+        (["--format=json"], "argparse"),  # a command line `plain_check_args` leaves to argparse
     ],
 )
 def test_what_an_option_needs_is_imported_when_asked(
