@@ -87,86 +87,193 @@ _OTHER_HEADER = regexes.compile(
 _MAX_USER_PREFIX = 80
 
 
-# The outer prefix learned from the log being analysed (see `learn_outer_prefix`): set for the
-# duration of one analysis, in the thread that runs it.
-_LEARNED: ContextVar[re.Pattern[str] | None] = ContextVar("learned_outer_prefix", default=None)
+# The outer prefix learned from the log being analysed (see `learn_outer_prefix`) with the
+# layouts parsed under it: set for the duration of one analysis, in the thread that runs it.
+class _Parsing:
+    """The learned outer prefix of an analysis (or none) and the layouts of the lines parsed
+    with it, by their digit-masked text."""
+
+    __slots__ = ("layouts", "learned")
+
+    def __init__(self, learned: re.Pattern[str] | None) -> None:
+        self.learned = learned
+        self.layouts: dict[bytes, _Layout] = {}
+
+
+_NO_PREFIX = _Parsing(None)  # shared by every analysis of a log with no outer prefix to learn
+_LEARNED: ContextVar[_Parsing] = ContextVar("learned_outer_prefix", default=_NO_PREFIX)
+
+# Lines up to this long have their layout remembered (a key is kept per distinct shape).
+_MEMO_MAX_LINE = 2000
+# Layouts remembered per analysis (or, without a learned prefix, per process) before starting over.
+_MEMO_MAX_LAYOUTS = 4096
+# Writers remembered per layout before starting over.
+_MEMO_MAX_WRITERS = 256
+# Every ASCII digit masked as `0`: the prefix patterns treat all digits alike (`\d`, `[0-9]`,
+# `\w`, `\S`, `str.isdecimal`; none names a digit), so lines differing only in their digits have
+# the same layout (tests/core/test_line_layouts.py checks the patterns for it).
+_MASK_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+
+
+class _Layout:
+    """Where `parse_line` finds a line's parts: spans into its ANSI-free text, and the level.
+
+    It depends only on the line's shape with its digits masked, so one layout serves every line
+    of that shape; the values are then sliced from each line's own text (`_line_from`).
+    """
+
+    __slots__ = (
+        "chain",
+        "journal",
+        "level",
+        "message_start",
+        "outer",
+        "source",
+        "timestamp",
+        "writer_end",
+        "writer_start",
+        "writers",
+    )
+
+    def __init__(self) -> None:
+        self.outer: list[tuple[int, int]] = []  # compose services, brackets included
+        self.journal: tuple[int, int] | None = None  # a journal's unit
+        # Process prefixes in order: (kind, start, end, pid start, pid end); kind "name" (name
+        # and pid), "ray" (the parenthesised text) or "rank" (its digits).
+        self.chain: list[tuple[str, int, int, int, int]] = []
+        # The text the writer's fields are read from: its first service, unit or process
+        # prefix up to the end of the last.
+        self.writer_start = 0
+        self.writer_end = 0
+        self.level: str | None = None
+        self.timestamp: tuple[int, int] | None = None
+        self.source: tuple[int, int] | None = None
+        self.message_start = 0
+        # The writer's fields (stream, process, pid, outer) by that text: one log has few writers.
+        self.writers: dict[str, tuple[str, str | None, int | None, str | None]] = {}
 
 
 def parse_line(number: int, raw: str) -> LogLine:
     """Parse one line (without its line break) into a LogLine. Never raises."""
     clean, colmap = strip_ansi(raw)
+    parsing = _LEARNED.get()
+    if len(clean) > _MEMO_MAX_LINE:
+        return _line_from(number, raw, clean, colmap, _layout_of(clean, parsing.learned))
+    key = clean.encode("utf-8", "surrogatepass").translate(_MASK_DIGITS)
+    layouts = parsing.layouts
+    layout = layouts.get(key)
+    if layout is None:
+        layout = _layout_of(clean, parsing.learned)
+        if len(layouts) >= _MEMO_MAX_LAYOUTS:
+            layouts.clear()
+        layouts[key] = layout
+    return _line_from(number, raw, clean, colmap, layout)
+
+
+def _layout_of(clean: str, learned: re.Pattern[str] | None) -> _Layout:
+    """Take `clean` apart: runtime prefixes, process prefixes, logger header (as spans)."""
+    layout = _Layout()
     pos = 0
-    learned = _LEARNED.get()
     if learned is not None and (found := learned.match(clean)):
         pos = found.end()
-    pos, outer_parts, journal_unit = _outer_prefixes(clean, pos)
-
-    process = pid = None
-    chain: list[str] = [journal_unit] if journal_unit else []
+    pos = _outer_prefixes(clean, pos, layout)
     while clean.startswith(_PROCESS_FIRST, pos):
         match = _PROCESS.match(clean, pos)
         if not match:
             break
         if match.group("name"):
-            process, pid = match.group("name"), int(match.group("pid"))
-            chain.append(f"{process}:{pid}")
+            layout.chain.append(("name", *match.span("name"), *match.span("pid")))
         elif match.group("ray"):
-            chain.append(match.group("ray").split(" ")[0])
+            layout.chain.append(("ray", *match.span("ray"), 0, 0))
         else:
-            chain.append(f"rank{match.group('rank')}")
+            layout.chain.append(("rank", *match.span("rank"), 0, 0))
         pos = match.end()
-
-    level = timestamp = source = None
+    layout.writer_end = pos
+    starts = [span[0] for span in layout.outer] + [span[1] for span in layout.chain]
+    if layout.journal:
+        starts.append(layout.journal[0])
+    layout.writer_start = min(starts, default=pos)
     header = _VLLM_HEADER.search(clean, pos, pos + _MAX_USER_PREFIX + 60)
     if header and header.start() - pos <= _MAX_USER_PREFIX:
-        level, timestamp, source = header.group("level"), header.group("date"), header.group("source")
+        layout.level = header.group("level")
+        layout.timestamp = header.span("date")
+        layout.source = header.span("source")
         pos = header.end()
     else:
         other = _OTHER_HEADER.match(clean, pos)
         if other:
-            level = other.group("ulevel") or other.group("plevel") or other.group("rlevel")
+            layout.level = other.group("ulevel") or other.group("plevel") or other.group("rlevel")
             pos = other.end()
-    if level == "WARN":
-        level = "WARNING"
+    if layout.level == "WARN":
+        layout.level = "WARNING"
+    layout.message_start = pos
+    return layout
 
-    outer = "/".join(outer_parts) or None
-    stream = "|".join(filter(None, [outer or "", *chain]))
-    message_col = colmap[pos] if colmap else pos
+
+def _line_from(number: int, raw: str, clean: str, colmap: list[int] | None, layout: _Layout) -> LogLine:
+    """The LogLine of a line whose text `clean` has `layout`."""
+    prefixes = clean[layout.writer_start : layout.writer_end]
+    writers = layout.writers
+    writer = writers.get(prefixes)
+    if writer is None:
+        if len(writers) >= _MEMO_MAX_WRITERS:
+            writers.clear()
+        writer = writers[prefixes] = _writer(clean, layout)
+    stream, process, pid, outer = writer
+    timestamp = clean[slice(*layout.timestamp)] if layout.timestamp else None
+    source = clean[slice(*layout.source)] if layout.source else None
+    pos = layout.message_start
     # Positional (number, text, message, message_col, stream, process, pid, level, timestamp,
     # source, outer): a third cheaper than by keyword, and this runs for every line read.
     return LogLine(
         number,
         raw,
         clean[pos:].rstrip("\r"),
-        message_col,
+        colmap[pos] if colmap else pos,
         stream,
         process,
         pid,
-        level,
+        layout.level,
         timestamp,
         source,
         outer,
     )
 
 
-def _outer_prefixes(clean: str, pos: int) -> tuple[int, list[str], str | None]:
-    """Take the known runtime prefixes off from `pos`: (where they end, services, journal unit)."""
-    outer_parts: list[str] = []
-    journal_unit = None
+def _writer(clean: str, layout: _Layout) -> tuple[str, str | None, int | None, str | None]:
+    """(stream, process, pid, outer) from the prefixes of `clean` that `layout` found."""
+    outer = "/".join(clean[start:end].strip("[]") for start, end in layout.outer) or None
+    chain = [clean[slice(*layout.journal)]] if layout.journal else []
+    process = pid = None
+    for kind, start, end, pid_start, pid_end in layout.chain:
+        if kind == "name":
+            process, pid = clean[start:end], int(clean[pid_start:pid_end])
+            chain.append(f"{process}:{pid}")
+        elif kind == "ray":
+            chain.append(clean[start:end].split(" ")[0])
+        else:
+            chain.append(f"rank{clean[start:end]}")
+    stream = "|".join(filter(None, [outer or "", *chain]))
+    return stream, process, pid, outer
+
+
+def _outer_prefixes(clean: str, pos: int, layout: _Layout | None = None) -> int:
+    """Take the known runtime prefixes off from `pos`: where they end. Their services and a
+    journal's unit go into `layout`, when given."""
     while pos < len(clean) and _may_start_outer(clean[pos]):
         match = _OUTER.match(clean, pos)
         if not match or match.end() == pos:
             break
         if match.group("compose") and not _plausible_compose(clean, match):
             break
-        if match.group("service"):
-            outer_parts.append(match.group("service").strip("[]"))
-        elif match.group("unit"):
+        if layout is not None and match.group("service"):
+            layout.outer.append(match.span("service"))
+        elif layout is not None and match.group("unit"):
             # One journal interleaves a service's processes (env[12], systemd[1]): a writer, not
             # a separate service.
-            journal_unit = match.group("unit")
+            layout.journal = match.span("unit")
         pos = match.end()
-    return pos, outer_parts, journal_unit
+    return pos
 
 
 def _plausible_compose(clean: str, match: re.Match[str]) -> bool:
@@ -222,7 +329,7 @@ def learn_outer_prefix(lines: Iterable[str]) -> re.Pattern[str] | None:
 def _known_prefix_ends_at(clean: str, end: int) -> bool:
     """Whether the runtime prefixes `parse_line` knows take the line apart up to `end`, or a
     vLLM header follows them within the reach of a user's VLLM_LOGGING_PREFIX."""
-    pos = _outer_prefixes(clean, 0)[0]
+    pos = _outer_prefixes(clean, 0)
     if pos >= end:
         return True
     header = (
@@ -249,7 +356,7 @@ def _shape(prefix: str) -> str:
 @contextmanager
 def learned_prefix(pattern: re.Pattern[str] | None) -> Iterator[None]:
     """Parse lines with `pattern` as the log's outer prefix while the block runs."""
-    token = _LEARNED.set(pattern)
+    token = _LEARNED.set(_Parsing(pattern) if pattern is not None else _NO_PREFIX)
     try:
         yield
     finally:
