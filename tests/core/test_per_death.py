@@ -55,7 +55,12 @@ def test_wrappers_recognised_once_per_text_are_each_recognised_alone(path: Path)
     text = text if text.endswith("\n") else text + "\n"
     scan = _scan(text * 3)
     alone = [unwrap_candidates(CATALOG, Scan(events=[cand]))[0] for cand in scan.events]
-    assert unwrap_candidates(CATALOG, scan) == alone
+    assert _values(unwrap_candidates(CATALOG, scan)) == _values(alone)
+
+
+def _values(candidates: list) -> list[tuple]:
+    """Candidates by what they hold (a candidate compares by identity)."""
+    return [(c.event, c.tier, c.traceback, c.inner_text) for c in candidates]
 
 
 def test_the_corpus_has_wrappers_of_both_kinds() -> None:

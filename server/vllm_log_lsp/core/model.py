@@ -53,7 +53,7 @@ PHASE_TITLES: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Span:
     """A range on one line: columns are code-point offsets into that line's text."""
 
@@ -62,7 +62,7 @@ class Span:
     end: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LogLine:
     """One line of the log with its prefixes taken apart.
 
@@ -90,7 +90,7 @@ class LogLine:
         return Span(self.number, min(self.message_col, end), end)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Frame:
     """One `File "...", line N, in func` entry of a traceback."""
 
@@ -100,7 +100,7 @@ class Frame:
     function: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ExceptionEvent:
     """An exception or a fault: a Python traceback's final line, or a runtime's fatal message.
 

@@ -11,10 +11,13 @@ makes the per-line classes quick to build), and only for a class a run builds ma
 
 The behaviour is that of `dataclasses` for what is supported: fields from annotations in
 order, defaults and `field(default_factory=..., repr=..., compare=...)`; `__eq__` compares
-the fields of two instances of the same class as a tuple; frozen classes refuse assignment
-(`FrozenInstanceError`, an AttributeError) and hash their compared fields, other classes are
-unhashable; `repr` is `Class(name=value, ...)`; methods the class defines itself are kept.
-Not supported (refused): inheritance from another record, `__post_init__`, `__slots__`.
+the fields of two instances of the same class as a tuple (`eq=False`: identity, and hashed by
+identity); frozen classes refuse assignment (`FrozenInstanceError`, an AttributeError) and hash
+their compared fields, other classes are unhashable; `repr` is `Class(name=value, ...)`; methods
+the class defines itself are kept. `slots=True` makes the class anew with a slot per field and no
+`__dict__` (as `dataclasses` does): the classes a long log builds per line or per exception,
+whose instances are then about half as big. Not supported (refused): inheritance from another
+record, `__post_init__`, a class's own `__slots__`, `slots=True` with zero-argument `super()`.
 `tests/core/test_records.py` checks every record class against a `dataclasses` twin.
 """
 
@@ -93,23 +96,26 @@ def replace(record: Any, /, **changes: Any) -> Any:
 
 
 @dataclass_transform(field_specifiers=(field, Field))
-def dataclass(cls: _Class | None = None, /, *, frozen: bool = False) -> Any:
-    """Make `cls` a record: `@dataclass` or `@dataclass(frozen=True)`, as with `dataclasses`."""
+def dataclass(
+    cls: _Class | None = None, /, *, frozen: bool = False, eq: bool = True, slots: bool = False
+) -> Any:
+    """Make `cls` a record: `@dataclass` or `@dataclass(frozen=True, eq=..., slots=...)`, as with
+    `dataclasses`."""
 
     def wrap(cls: _Class) -> _Class:
-        return _make_record(cls, frozen)
+        return _make_record(cls, frozen, eq, slots)
 
     return wrap if cls is None else wrap(cls)
 
 
-def _make_record(cls: _Class, frozen: bool) -> _Class:
+def _make_record(cls: _Class, frozen: bool, eq: bool = True, slots: bool = False) -> _Class:
     own = cls.__dict__
     if (
         "__slots__" in own
         or "__post_init__" in own
         or any(hasattr(b, "__record_fields__") for b in cls.__mro__[1:])
     ):
-        raise TypeError(f"{cls.__name__}: records support no slots, __post_init__ or record bases")
+        raise TypeError(f"{cls.__name__}: records support no own __slots__, __post_init__ or record bases")
     found = []
     for name, annotation in own.get("__annotations__", {}).items():
         if str(annotation).startswith(("ClassVar", "typing.ClassVar")):
@@ -124,6 +130,9 @@ def _make_record(cls: _Class, frozen: bool) -> _Class:
                 setattr(cls, name, item.default)
         found.append(item)
     items = tuple(found)
+    if slots:
+        cls = _slotted(cls, items)
+        own = cls.__dict__
     cls.__record_fields__ = items  # type: ignore[attr-defined]
     cls.__match_args__ = tuple(f.name for f in items)  # type: ignore[attr-defined,misc]
     if "__init__" not in own:
@@ -132,15 +141,44 @@ def _make_record(cls: _Class, frozen: bool) -> _Class:
         cls.__repr__ = _repr  # type: ignore[assignment]
     compared = [f.name for f in items if f.compare]
     cls._record_key = attrgetter(*compared) if len(compared) > 1 else _one_or_none(compared)  # type: ignore[attr-defined]
-    if "__eq__" not in own:
+    if eq and "__eq__" not in own:
         cls.__eq__ = _eq  # type: ignore[assignment]
     explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
-    if not explicit_hash:
+    if eq and not explicit_hash:
         cls.__hash__ = _hash if frozen else None  # type: ignore[assignment]
     if frozen:
         cls.__setattr__ = _refuse_assignment  # type: ignore[assignment]
         cls.__delattr__ = _refuse_deletion  # type: ignore[assignment]
+    if slots:  # (pickle's default state of a slotted object is set through __setattr__)
+        cls.__getstate__ = _slot_state  # type: ignore[method-assign,assignment]
+        cls.__setstate__ = _restore_slots  # type: ignore[attr-defined]
     return cls
+
+
+def _slotted(cls: _Class, items: tuple[Field, ...]) -> _Class:
+    """`cls` made anew with a slot for each field (defaults live in `__init__` only, as a slot
+    and a class attribute of one name cannot coexist)."""
+    namespace = {k: v for k, v in cls.__dict__.items() if k not in ("__dict__", "__weakref__")}
+    for item in items:
+        namespace.pop(item.name, None)
+    for name, value in namespace.items():
+        method = value.fget if isinstance(value, property) else value
+        if "__class__" in getattr(getattr(method, "__code__", None), "co_freevars", ()):
+            # zero-argument super() and __class__ would still name the class being replaced
+            raise TypeError(f"{cls.__name__}.{name}: slots=True records support no __class__ cell")
+    namespace["__slots__"] = tuple(item.name for item in items)
+    made = type(cls)(cls.__name__, cls.__bases__, namespace)
+    made.__qualname__ = cls.__qualname__
+    return made
+
+
+def _slot_state(self: Any) -> tuple:
+    return tuple(getattr(self, name) for name in self.__slots__)
+
+
+def _restore_slots(self: Any, state: tuple) -> None:
+    for name, value in zip(self.__slots__, state, strict=True):
+        object.__setattr__(self, name, value)
 
 
 def _one_or_none(names: list[str]) -> Any:
@@ -167,11 +205,16 @@ def _first_init(cls: type, items: tuple[Field, ...]) -> Any:
         built += 1
         if built >= GENERATE_AFTER and cls.__dict__["__init__"] is __init__:
             cls.__init__ = _make_init(cls, items)  # type: ignore[misc]
+        values = _bound(cls, items, args, kwargs)
+        if "__slots__" in cls.__dict__:
+            for name, value in values.items():
+                object.__setattr__(self, name, value)  # (past a frozen class's __setattr__)
+            return
         # One field at a time, as the generated one does: `__dict__.update(a dict)` gives the
         # instance keys of its own, and then no instance of the class shares the class's keys
         # (each one's `__dict__` about twice as big).
         store = self.__dict__
-        for name, value in _bound(cls, items, args, kwargs).items():
+        for name, value in values.items():
             store[name] = value
 
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
@@ -208,25 +251,34 @@ def _bound(cls: type, items: tuple[Field, ...], args: tuple, kwargs: dict[str, A
 
 
 def _make_init(cls: type, items: tuple[Field, ...]) -> Any:
-    """`__init__(self, <fields in order, with their defaults>)` storing each into `__dict__`."""
+    """`__init__(self, <fields in order, with their defaults>)` storing each into `__dict__`, or
+    into its slot (a frozen class's through the slot's descriptor, past its `__setattr__`)."""
     namespace: dict[str, Any] = {"MISSING": MISSING}
+    slots = "__slots__" in cls.__dict__
+    frozen = cls.__setattr__ is _refuse_assignment
     params, body = [], []
     for item in items:
         name = item.name
+        if not slots:
+            store = f"    store[{name!r}] = {{}}"
+        elif frozen:
+            namespace[f"_set_{name}"] = cls.__dict__[name].__set__
+            store = f"    _set_{name}(self, {{}})"
+        else:
+            store = f"    self.{name} = {{}}"
         if item.default_factory is not MISSING:
             namespace[f"_factory_{name}"] = item.default_factory
             params.append(f"{name}=MISSING")
-            body.append(f"    store[{name!r}] = _factory_{name}() if {name} is MISSING else {name}")
+            body.append(store.format(f"_factory_{name}() if {name} is MISSING else {name}"))
             continue
         if item.default is MISSING:
             params.append(name)
         else:
             namespace[f"_default_{name}"] = item.default
             params.append(f"{name}=_default_{name}")
-        body.append(f"    store[{name!r}] = {name}")
-    source = f"def __init__(self, {', '.join(params)}):\n    store = self.__dict__\n" + "\n".join(
-        body or ["    pass"]
-    )
+        body.append(store.format(name))
+    head = "" if slots else "    store = self.__dict__\n"
+    source = f"def __init__(self, {', '.join(params)}):\n{head}" + "\n".join(body or ["    pass"])
     exec(source, namespace)  # the class's own field names only, as dataclasses builds __init__
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"

@@ -29,9 +29,13 @@ FATAL_LEVELS = (None, "ERROR", "CRITICAL")
 _SCANNED_KINDS = ("symptom", "fault", "signal", "run_start", "precursor")
 
 
-@dataclass
+@dataclass(eq=False, slots=True)
 class Candidate:
-    """An exception or fault that might be an incident's root cause."""
+    """An exception or fault that might be an incident's root cause.
+
+    Candidates are identities (a death ranks thousands: compared by value, each comparison walks
+    two events field by field), and there is one per exception a log printed.
+    """
 
     event: ExceptionEvent
     tier: int  # 0 real cause, 1 wrapper carrying the original message, 2 stop signal, 3 a symptom
@@ -43,7 +47,7 @@ class Candidate:
 class Scan:
     """Everything the candidate lines said, keyed by line number."""
 
-    lines: dict[int, LogLine] = field(default_factory=dict)
+    lines: dict[int, LogLine] = field(default_factory=dict)  # (a traceback's frames and code: not kept)
     offsets: dict[int, int] = field(default_factory=dict)
     tracebacks: list[Traceback] = field(default_factory=list)
     symptoms: list[tuple[Symptom, Marker, LogLine]] = field(default_factory=list)
@@ -69,8 +73,14 @@ def scan_lines(index: LogIndex, catalog: Catalog, scan: Scan | None = None, begi
     consumed = scan.consumed
     # Lines a traceback's reading parsed already (whole lines: the same text when within MAX_LINE).
     parsed: dict[int, LogLine] = {}
+    exception_lines = scan.exception_lines
     for start, _ in candidates:
         number = index.line_of(start)
+        if number in consumed and number not in exception_lines:
+            # A frame, code or caret line of a traceback already read (`raise X("…")` is code):
+            # nothing to classify, and its record would only take memory.
+            parsed.pop(number, None)
+            continue
         end = index.line_end_at(start)
         line = parsed.pop(number, None)
         if line is None or end - start > MAX_LINE:
@@ -90,8 +100,6 @@ def _classify_line(
     consumed: set[int],
     parsed: dict[int, LogLine],
 ) -> None:
-    if line.number in consumed and line.number not in scan.exception_lines:
-        return  # a frame, code or caret line of a traceback already read: `raise X("…")` is code
     message = line.message
     for marker in catalog.markers_of("run_start"):
         if marker.literal in line.text and marker.pattern.search(message):
