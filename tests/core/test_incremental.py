@@ -19,7 +19,7 @@ from vllm_log_lsp.core.analyze import Analyzer
 from vllm_log_lsp.core.jsonlog import SNIFF_CHARS, TranscriptLines
 from vllm_log_lsp.core.model import Analysis
 from vllm_log_lsp.core.records import fields
-from vllm_log_lsp.core.text import LogIndex
+from vllm_log_lsp.core.text import GrowingText, LogIndex
 
 LOGS = [
     *(CRASH / label["file"] for label in crash_labels()),
@@ -88,6 +88,46 @@ def test_appends_analyse_as_a_fresh_analysis(name: str, fractions: list[float], 
     delicate = DELICATE[name]
     picked = data.draw(st.lists(st.sampled_from(delicate), max_size=4)) if delicate else []
     grow(text, [int(f * len(text)) for f in fractions] + picked, told)
+
+
+def grow_document(text: str, cuts: list[int], exclusive: list[bool]) -> None:
+    """As `grow`, but as the language server does it: one `GrowingText` appended to (in place
+    when `exclusive`) and analysed after each append. The analysis must equal a fresh one, and
+    after an append in place the index that followed it is the one analysed."""
+    analyzer = Analyzer()
+    document = GrowingText("")
+    for i, cut in enumerate([*sorted(set(cuts)), len(text)]):
+        in_place = exclusive[i % len(exclusive)] if exclusive else False
+        before = analyzer.index
+        document.append(text[len(document) : cut], exclusive=in_place)
+        grown = analyzer.analyze(document, line_table=True)
+        assert_same(grown, fresh(document.text), f"cut at {cut} of {len(text)}")
+        if in_place and before is not None and before.text is document.text:
+            assert analyzer.index is before  # (it followed the append: nothing counted again)
+
+
+@SOME
+@given(
+    st.sampled_from(sorted(TEXTS)),
+    st.lists(st.floats(0, 1), max_size=5),
+    st.data(),
+    st.lists(st.booleans(), max_size=4),
+)
+def test_a_growing_document_analyses_as_a_fresh_analysis(
+    name: str, fractions: list[float], data, exclusive: list[bool]
+) -> None:
+    text = TEXTS[name]
+    delicate = DELICATE[name]
+    picked = data.draw(st.lists(st.sampled_from(delicate), max_size=4)) if delicate else []
+    grow_document(text, [int(f * len(text)) for f in fractions] + picked, exclusive)
+
+
+def test_a_growing_restart_loop_at_every_delicate_cut() -> None:
+    """A death followed by a restart, appended to in place at every delicate point in turn."""
+    restarts = [n for n, text in TEXTS.items() if len(fresh(text).run_starts) > 1 and fresh(text).findings]
+    for name in restarts[:3]:
+        grow_document(TEXTS[name], DELICATE[name], [True])
+        grow_document(TEXTS[name].replace("\n", "\r\n"), DELICATE[name], [True, False])
 
 
 @SOME

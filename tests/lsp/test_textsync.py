@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from lsprotocol import types
 
 from support import lsp_lines
-from vllm_log_lsp.core.text import LogIndex
+from vllm_log_lsp.core.text import GrowingText, LogIndex
 from vllm_log_lsp.lsp.positions import ClientLines
 from vllm_log_lsp.lsp.textsync import apply_changes, last_line
 
@@ -20,29 +20,38 @@ def at_end(text: str, newline_only: bool) -> types.Position:
 
 
 @settings(max_examples=200, deadline=None)
-@given(pieces, st.lists(pieces, max_size=6), st.booleans())
-def test_appends_track_the_last_line(text: str, appends: list[str], newline_only: bool) -> None:
+@given(pieces, st.lists(st.tuples(pieces, st.booleans()), max_size=6), st.booleans())
+def test_appends_track_the_last_line(text: str, appends: list[tuple[str, bool]], newline_only: bool) -> None:
+    """Each append grows the same document (in place or not) and keeps its last line exact."""
+    document = GrowingText(text)
     known = last_line(text, newline_only)
-    for appended in appends:
+    for appended, exclusive in appends:
         end = at_end(text, newline_only)
         change = types.TextDocumentContentChangePartial(range=types.Range(end, end), text=appended)
-        new_text, known, only_appended = apply_changes(text, [change], "utf-16", newline_only, known)
-        assert new_text == text + appended
-        assert known == last_line(new_text, newline_only)
+        edited, known, only_appended = apply_changes(
+            document, [change], "utf-16", newline_only, known, exclusive=exclusive
+        )
+        assert edited is document and document.text == text + appended
+        assert known == last_line(document.text, newline_only)
         assert only_appended
-        text = new_text
+        text = document.text
 
 
 @given(pieces, pieces)
 def test_a_range_edit_or_replacement_forgets_the_last_line(text: str, inserted: str) -> None:
     start = types.Position(0, 0)
     edit = types.TextDocumentContentChangePartial(range=types.Range(start, start), text=inserted)
-    new_text, known, appended = apply_changes(text, [edit], "utf-16", last=last_line(text))
-    assert new_text == inserted + text
-    assert known is None or known == last_line(new_text)
+    document = GrowingText(text)
+    edited, known, appended = apply_changes(document, [edit], "utf-16", last=last_line(text))
+    assert edited.text == inserted + text
+    assert known is None or known == last_line(edited.text)
     assert appended == (text == "")  # an insertion at the start is an append only to nothing
+    if not appended:  # another edit makes a new document: the old one only ever grows
+        assert edited is not document and document.text == text
     whole = types.TextDocumentContentChangeWholeDocument(text=inserted)
-    assert apply_changes(text, [whole], "utf-16", last=last_line(text)) == (inserted, None, False)
+    replaced = apply_changes(document, [whole], "utf-16", last=last_line(text))
+    assert (replaced.document.text, replaced.last, replaced.appended) == (inserted, None, False)
+    assert replaced.document is not document
 
 
 @given(pieces, pieces, pieces)
@@ -52,8 +61,8 @@ def test_an_edit_among_appends_is_not_an_append(text: str, appended: str, insert
     append = types.TextDocumentContentChangePartial(range=types.Range(end, end), text=appended)
     start = types.Position(0, 0)
     edit = types.TextDocumentContentChangePartial(range=types.Range(start, start), text=inserted)
-    new_text, _, only_appended = apply_changes(text, [append, edit], "utf-16")
-    assert new_text == inserted + text + appended
+    edited, _, only_appended = apply_changes(GrowingText(text), [append, edit], "utf-16")
+    assert edited.text == inserted + text + appended
     assert only_appended == (text + appended == "")
 
 

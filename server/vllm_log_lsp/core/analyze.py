@@ -38,7 +38,7 @@ from .records import replace
 from .scan import Candidate, Scan, scan_lines, truncate_scan
 from .source import first_invalid_utf8
 from .stats import StatsScan, scan_stats
-from .text import LogIndex, Text, extends
+from .text import GrowingText, LogIndex, Text, extends
 
 # How many lines from the start of a log teach its own outer prefix.
 _LEARN_LINES = 400
@@ -66,7 +66,9 @@ class Analyzer:
 
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or catalog_mod.builtin_catalog()
-        self._text: Text | None = None
+        self._text: Text | None = None  # the text analysed last (None for a `GrowingText`)
+        self._growing: GrowingText | None = None  # ... or the growing text, then
+        self._length = 0  # ... and its length then
         self._scan: Scan | None = None
         self._index: LogIndex | None = None
         self._stats: StatsScan | None = None
@@ -91,12 +93,12 @@ class Analyzer:
 
     def analyze(
         self,
-        text: Text,
+        text: Text | GrowingText,
         warnings: tuple[str, ...] = (),
         path: str | None = None,
         *,
         line_table: bool = False,
-        grown_from: Text | None = None,
+        grown_from: Text | GrowingText | None = None,
     ) -> Analysis:
         """Analyse `text` (`path`: the file holding exactly it, for the pre-filter). vLLM's JSON
         log format is analysed through its transcript: the result's `source_map` maps its lines
@@ -110,23 +112,43 @@ class Analyzer:
         `grown_from`: a text the caller knows `text` only appends to (an editor that synced
         appends). When it is the very text analysed last, the two are not compared: an append
         then costs what it appends, not a comparison of the whole log. Anything else is compared.
+
+        A `GrowingText` (an editor's growing document) is analysed as its text now; analysed
+        again after appends, it is known to have grown (it only ever does), like `grown_from`,
+        and the line index built over it has followed its appends already.
         """
+        growing = text if isinstance(text, GrowingText) else None
+        if isinstance(text, GrowingText):
+            text = text.text  # (this very str is read throughout: an append meanwhile copies)
+        if growing is not None:
+            grown_from = growing if self.continues(growing) else None
         # A plain log that only grew past the part the sniff reads is still one.
         sniffed = self.continues(grown_from) and len(grown_from or "") >= SNIFF_CHARS
         if not sniffed and looks_like_json_log(text):
-            self._document = LogIndex.following(text, self._document, path) if line_table else None
+            source = text if growing is None else growing
+            self._document = LogIndex.following(source, self._document, path) if line_table else None
             return self._analyze_json(text, warnings, line_table)
         self._transcriber = self._document = None
         grown = self._grew(text, grown_from)
-        return self._analyze_plain(text, warnings, self._index_of(text, path, line_table, grown), grown)
+        index = self._index_of(text if growing is None else growing, path, line_table, grown)
+        analysis = self._analyze_plain(text, warnings, index, grown)
+        self._text, self._growing = (None, growing) if growing is not None else (text, None)
+        return analysis
 
-    def continues(self, grown_from: Text | None) -> bool:
-        """Whether `grown_from` is the text analysed last: an analysis of a text that only appends
-        to it then reuses the previous one (see `analyze`)."""
-        return grown_from is not None and grown_from is self._text
+    def continues(self, grown_from: Text | GrowingText | None) -> bool:
+        """Whether `grown_from` is the text analysed last (or the growing text it was, which has
+        only grown since): an analysis of a text that only appends to it then reuses the previous
+        one (see `analyze`)."""
+        if grown_from is None:
+            return False
+        if isinstance(grown_from, GrowingText):
+            return grown_from is self._growing and len(grown_from) >= self._length
+        return grown_from is self._text
 
-    def _grew(self, text: Text, grown_from: Text | None) -> bool:
+    def _grew(self, text: Text, grown_from: Text | GrowingText | None) -> bool:
         """Whether `text` extends the text analysed last (compared only when not known)."""
+        if isinstance(grown_from, GrowingText):
+            return self.continues(grown_from)
         old = self._text
         if old is None:
             return False
@@ -134,7 +156,9 @@ class Analyzer:
             return len(text) >= len(old)
         return extends(text, old)
 
-    def _index_of(self, text: Text, path: str | None, line_table: bool, grown: bool) -> LogIndex:
+    def _index_of(
+        self, text: Text | GrowingText, path: str | None, line_table: bool, grown: bool
+    ) -> LogIndex:
         if not line_table:
             return LogIndex(text, path)
         return LogIndex.following(text, self._index if grown else None, path, grown=grown)
@@ -149,6 +173,7 @@ class Analyzer:
         grown = self._grew(lines.text, None)
         index = self._index_of(lines.text, None, line_table, grown)
         analysis = self._analyze_plain(lines.text, warnings, index, grown)
+        self._text, self._growing = lines.text, None
         return replace(analysis, source_map=lines)
 
     def _analyze_plain(self, text: Text, warnings: tuple[str, ...], index: LogIndex, grown: bool) -> Analysis:
@@ -160,7 +185,7 @@ class Analyzer:
             scan = scan_lines(index, self.catalog, scan, start)
             kept = self._stats.before(index.line_of(start)) if self._stats is not None and start else None
             stats = scan_stats(index, kept, start if kept is not None else 0)
-            self._text, self._scan, self._index, self._stats = text, scan, index, stats
+            self._length, self._scan, self._index, self._stats = len(text), scan, index, stats
             return _analysis(index, self.catalog, scan, warnings, stats, self._unwrap)
 
     def _unwrap(self, scan: Scan) -> list[Candidate]:
@@ -175,13 +200,14 @@ class Analyzer:
     def _reusable_scan(self, text: Text, index: LogIndex, grown: bool) -> tuple[Scan | None, int]:
         """The previous scan cut where `text` (which extends the old text when `grown`) must be
         read again, and that offset; (None, 0) when nothing can be reused."""
-        old, scan, old_index = self._text, self._scan, self._index
-        if old is None or scan is None or old_index is None or not grown:
+        old_length, scan, old_index = self._length, self._scan, self._index
+        if scan is None or old_index is None or not grown:
             return None, 0
-        index.adopt_checkpoints(old_index, len(old))
+        if index is not old_index:
+            index.adopt_checkpoints(old_index, old_length)
         # Re-read the last line (it may have been cut) and the one before it (a trailing `\r`
         # may turn out to be half of a `\r\n`).
-        stable = old_index.line_start_at(max(0, old_index.line_start_at(len(old)) - 1))
+        stable = old_index.line_start_at(max(0, old_index.line_start_at(old_length) - 1))
         # A traceback still open at the old end, or one whose last lines are read again, is
         # read again whole (its lines would otherwise be parsed as lines of their own).
         stable_line = old_index.line_of(stable)

@@ -41,26 +41,46 @@ class Numbering(Protocol):
 class NewlineLines:
     """Maps core line numbers (LSP's) to `\\n`-only line numbers and back."""
 
-    def __init__(self, text: Text) -> None:
+    def __init__(self, text: Text, has_cr: bool | None = None) -> None:
+        """`has_cr`: whether `text` holds a `\r`, when known (else it is searched for)."""
         self.text = text
         self.is_bytes = not isinstance(text, str)
         self._nl: Needle = b"\n" if self.is_bytes else "\n"
         #: Offsets of the bare `\r`s, and for each the number of `\n` before it.
         self._crs = array("q")
         self._nl_before = array("q")
+        #: The core line that each bare `\r` ends: its `\n` line plus the bare `\r`s before it.
+        self._ends = array("q")
         cr: Needle = b"\r" if self.is_bytes else "\r"
-        if text.find(cr) < 0:
+        if has_cr is False or (has_cr is None and text.find(cr) < 0):
             return
-        matches = _BARE_CR.finditer(text) if isinstance(text, str) else _BARE_CR_BYTES.finditer(text)
-        newlines, counted_to = 0, 0
+        self._add_bare_crs(0)
+
+    def _add_bare_crs(self, start: int) -> None:
+        """Record the bare `\r`s from `start` on (after every one recorded)."""
+        text = self.text
+        matches = (
+            _BARE_CR.finditer(text, start) if isinstance(text, str) else _BARE_CR_BYTES.finditer(text, start)
+        )
+        crs, nl_before, ends = self._crs, self._nl_before, self._ends
+        newlines, counted_to = (nl_before[-1], crs[-1]) if crs else (0, 0)
         for match in matches:
             offset = match.start()
             newlines += self._count_newlines(counted_to, offset)
             counted_to = offset
-            self._crs.append(offset)
-            self._nl_before.append(newlines)
-        # The core line that each bare `\r` ends: its `\n` line plus the bare `\r`s before it.
-        self._ends = array("q", (n + i for i, n in enumerate(self._nl_before)))
+            crs.append(offset)
+            nl_before.append(newlines)
+            ends.append(newlines + len(crs) - 1)
+
+    def grew(self, text: str, old_length: int) -> None:
+        """Map `text`, which is the text mapped so far with more appended (see
+        `core.text.GrowingText`): only the appended part is searched."""
+        self.text = text
+        if self._crs and self._crs[-1] == old_length - 1 and text[old_length : old_length + 1] == "\n":
+            for table in (self._crs, self._nl_before, self._ends):
+                table.pop()  # the `\r` that ended the old text is half of a `\r\n` now
+        if text.find("\r", old_length) >= 0:
+            self._add_bare_crs(old_length)
 
     @property
     def identity(self) -> bool:

@@ -25,7 +25,17 @@ from . import regexes
 # `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Protocol
+
+    from .linebreaks import NewlineLines
+
+    class TextReader(Protocol):
+        """What a `GrowingText` keeps up to date: something that reads its text."""
+
+        text: Any
+
+        def grew(self, text: str, old_length: int) -> None: ...
+
 
 #: What the index can read: an editor's text, a file's bytes, or a file mapped into memory.
 Buffer = bytes | mmap.mmap
@@ -110,15 +120,103 @@ def extends(text: Text, old: Text) -> bool:
     return False
 
 
+class GrowingText:
+    """An editor's document of a log that only grows at its end (a tailed file), held in one place.
+
+    Appending to a `str` copies it whole: for a 100 MB log that copy, and the fresh memory it
+    faults in, was most of what an append cost. CPython grows a `str` in place when nothing else
+    refers to it. So the indexes built over this text (its readers, see `attach`) let go of it
+    for that moment and are then extended over what was appended: an append costs what it
+    appends. Where something else still holds the text (a worker thread analysing it), the
+    append copies, as any `str` concatenation does, and the readers keep the text they index.
+    """
+
+    __slots__ = ("_readers", "_text")
+
+    def __init__(self, text: str) -> None:
+        import weakref  # (only the language server grows texts)
+
+        self._text = text
+        self._readers: weakref.WeakSet[TextReader] = weakref.WeakSet()
+        _warm_up_growth()
+
+    @property
+    def text(self) -> str:
+        """The whole text now (it may be grown in place later: read it again after an append)."""
+        return self._text
+
+    def __len__(self) -> int:
+        return len(self._text)
+
+    def attach(self, reader: TextReader) -> None:
+        """Have `reader` (an index of this text, or a line map) follow its appends (see
+        `append`)."""
+        self._readers.add(reader)
+
+    def append(self, more: str, *, exclusive: bool = False) -> None:
+        """Append `more`. `exclusive`: the caller knows that no other thread reads this text or
+        its readers now; only then may it grow in place (its readers are rebound meanwhile)."""
+        if not more:
+            return
+        if not exclusive:
+            self._text += more  # a new str: the readers keep indexing the one they have
+            return
+        readers = self._current_readers()
+        text = self._text  # (a plain local, not one a closure shares: `+=` needs that, see below)
+        old_length = len(text)
+        try:
+            self._text = ""
+            for reader in readers:
+                reader.text = ""  # (for this moment only: nobody else reads, see `exclusive`)
+            text += more  # grown in place when `text` is its only reference (CPython), else copied
+        finally:
+            self._text = text
+            for reader in readers:
+                reader.grew(text, old_length)
+
+    def _current_readers(self) -> list[TextReader]:
+        """The readers that index the text as it is now. Readers of an older version (an older
+        result keeps its index) index that one: they are left as they are, and forgotten."""
+        current = [reader for reader in self._readers if reader.text is self._text]
+        for stale in [reader for reader in self._readers if reader.text is not self._text]:
+            self._readers.discard(stale)
+        return current
+
+
+_growth_warm = False
+
+
+def _warm_up_growth() -> None:
+    """Run `GrowingText.append` a few times on a tiny text: CPython (3.11+) grows a `str` in
+    place only once the interpreter has specialised that `+=` for strings, after a few runs."""
+    global _growth_warm
+    if _growth_warm:
+        return
+    _growth_warm = True
+    tiny = GrowingText("")
+    for _ in range(16):
+        tiny.append("x", exclusive=True)
+
+
 class LogIndex:
     """Maps between offsets in the text and LSP line numbers; reads lines by number.
 
     `text` is a `str`, or UTF-8 `bytes` (see the module docstring); `path`, when given, names a
-    file holding exactly those bytes, so the pre-filter can let grep read it directly.
+    file holding exactly those bytes, so the pre-filter can let grep read it directly. Built over
+    a `GrowingText`, the index indexes its text now and follows its appends (`grew`).
     """
 
-    def __init__(self, text: Text, path: str | None = None, *, has_cr: bool | None = None) -> None:
-        self.text = text
+    def __init__(
+        self, text: Text | GrowingText, path: str | None = None, *, has_cr: bool | None = None
+    ) -> None:
+        self._growing = text if isinstance(text, GrowingText) else None
+        if isinstance(text, GrowingText):
+            text.attach(self)
+            self.text: Text = text.text
+        else:
+            self.text = text
+        text = self.text
+        self._newline_lines: NewlineLines | None = None
         self.path = path
         self.is_bytes = not isinstance(text, str)
         self._nl: Needle
@@ -211,6 +309,44 @@ class LogIndex:
             self._cp_offsets = [o for o, _ in pairs]
             self._cp_lines = [n for _, n in pairs]
 
+    def newline_lines(self) -> NewlineLines:
+        """The text's `\\n`-only line numbering (built once; over a `GrowingText` it follows the
+        appends as the index does)."""
+        if self._newline_lines is None:
+            from .linebreaks import NewlineLines
+
+            self._newline_lines = NewlineLines(self.text, has_cr=self.has_cr)
+            if self._growing is not None:
+                self._growing.attach(self._newline_lines)
+        return self._newline_lines
+
+    def grew(self, text: str, old_length: int) -> None:
+        """Index `text`, which is the text indexed so far with more appended (its first
+        `old_length` characters are that text): only the appended part is counted, as in
+        `following`. Called by the `GrowingText` it was built over."""
+        self.text = text
+        if len(text) == old_length:
+            return
+        # The old last line may go on in the appended part; a `\r` that ended the old text may
+        # be half of a `\r\n`: count again from the line before it.
+        if self._dense:
+            line = self._line_total - 1
+            if line > 0 and text[old_length - 1 : old_length] == self._cr:
+                line -= 1
+            resume = self.line_start(line)
+        else:
+            resume = self.line_start_at(max(0, self.line_start_at(old_length) - 1))
+        self.has_cr = self.has_cr or text.find(self._cr, resume) >= 0
+        if self._has_escape is False:
+            self._has_escape = text.find(ESCAPE, resume) >= 0
+        if self._dense:
+            self._checkpoint_from(resume, line)
+            return
+        self._starts = None  # (the full table is built again on demand)
+        while len(self._cp_offsets) > 1 and self._cp_offsets[-1] >= resume:
+            self._cp_offsets.pop()
+            self._cp_lines.pop()
+
     # -- counting -----------------------------------------------------------------------------
     def _breaks(self, start: int, end: int) -> int:
         """Number of line breaks in text[start:end] (a `\\r\\n` counts once)."""
@@ -274,7 +410,12 @@ class LogIndex:
 
     @classmethod
     def following(
-        cls, text: Text, previous: LogIndex | None, path: str | None = None, *, grown: bool | None = None
+        cls,
+        text: Text | GrowingText,
+        previous: LogIndex | None,
+        path: str | None = None,
+        *,
+        grown: bool | None = None,
     ) -> LogIndex:
         """An index of `text` that reads any line by number in bounded time: a checkpoint
         (offset, line) every few KB, counted at C speed (a full line table would split the whole
@@ -282,6 +423,11 @@ class LogIndex:
         growing log), `previous`'s checkpoints are kept and only the appended part is counted.
         `path`: as for the constructor. `grown`: whether the caller already knows that `text`
         extends `previous.text` (None: compare them here)."""
+        growing = text if isinstance(text, GrowingText) else None
+        if isinstance(text, GrowingText):
+            text = text.text
+            if previous is not None and previous._dense and previous.text is text and grown is not False:
+                return previous  # it followed the appends in place (see `GrowingText.append`)
         if (
             previous is None
             or not previous._dense
@@ -289,7 +435,7 @@ class LogIndex:
             or isinstance(text, mmap.mmap)
             or not (extends(text, previous.text) if grown is None else grown)
         ):
-            index = cls(text, path)
+            index = cls(text if growing is None else growing, path)
             index._checkpoint_from(0, 0)
             return index
         # Keep every checkpoint before the old last line (its end may have moved) and count on
@@ -301,7 +447,7 @@ class LogIndex:
         resume = previous.line_start(line)
         # What the old text held, it still holds: only the appended part is searched.
         cr = previous.has_cr or text.find(previous._cr, resume) >= 0
-        index = cls(text, path, has_cr=cr)
+        index = cls(text if growing is None else growing, path, has_cr=cr)
         if previous._has_escape is not None:
             index._has_escape = previous._has_escape or text.find(previous._lit(ESCAPE), resume) >= 0
         index.adopt_checkpoints(previous, resume)

@@ -9,7 +9,6 @@ summary. A document the editor already syncs is analysed from its synced text in
 
 from __future__ import annotations
 
-import asyncio
 import mmap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from ..core.catalog import Catalog
 from ..core.phase import phase_title
 from ..core.precursors import collapse_precursors
 from ..core.source import open_log
+from ..core.text import GrowingText
 from ..report.html import render_report
 from .pipeline import result_of
 from .safety import guarded
@@ -108,7 +108,6 @@ async def _current_result(server: VllmLogServer, state: DocumentState | None) ->
 
 async def report_html(server: VllmLogServer, arg: Any) -> str:
     """`vllmLog.report`: the HTML report of an open log (its synced text), else of a file on disk."""
-    loop = asyncio.get_running_loop()
     named = arg.get("uri") if isinstance(arg, dict) else arg
     state = server.documents.get(named) if isinstance(named, str) else None  # also `untitled:` ones
     if state is None:
@@ -123,11 +122,9 @@ async def report_html(server: VllmLogServer, arg: Any) -> str:
             raise FileNotFoundError(f"{REPORT}: no such file: {path}")
         settings = server.settings.for_uri(uri)
         catalog = await server.catalogs.for_uri(uri)
-        result = await loop.run_in_executor(
-            server.pipeline.executor, _read_and_analyze, server, path, settings, catalog
-        )
-    return await loop.run_in_executor(
-        server.pipeline.executor, render_report, str(path), result.text, result.analysis, server.catalog
+        result = await server.pipeline.in_worker(_read_and_analyze, server, path, settings, catalog)
+    return await server.pipeline.in_worker(
+        render_report, str(path), result.text, result.analysis, server.catalog
     )
 
 
@@ -152,15 +149,12 @@ def register(server: VllmLogServer) -> None:
             raise FileNotFoundError(f"{ANALYZE_FILE}: no such file: {path}")
         settings = server.settings.for_uri(uri)
         catalog = await server.catalogs.for_uri(uri)
-        loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(
-            server.pipeline.executor, _read_and_analyze, server, path, settings, catalog
-        )
+        result = await server.pipeline.in_worker(_read_and_analyze, server, path, settings, catalog)
         state = DocumentState(
             uri=uri,
             language_id="vllm-log",
             version=None,
-            text="",  # never decoded whole: the features read `result.index`
+            document=GrowingText(""),  # never decoded whole: the features read `result.index`
             served=True,
             settings=settings,
             folder=server.folder_of(uri),

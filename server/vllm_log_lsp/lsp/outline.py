@@ -6,7 +6,6 @@ built in the worker pool on first request and cached per analysed version.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
@@ -133,10 +132,7 @@ class OutlineCache:
         cached = self._items.get(state)
         if cached is not None and cached[0] is result:
             return cached[1]
-        loop = asyncio.get_running_loop()
-        outline = await loop.run_in_executor(
-            server.pipeline.executor, build_outline, result.text, result.analysis, server.catalog
-        )
+        outline = await server.pipeline.in_worker(build_outline, result.text, result.analysis, server.catalog)
         self._items[state] = (result, outline)
         return outline
 

@@ -7,21 +7,25 @@
   a newer edit always has its own analysis queued behind this one.
 - Large documents get work-done progress when the client supports it, unless only appended to
   since their last analysis (that one is reused: it costs what was appended).
+- Every worker job that reads a document or a result goes through `in_worker`: while none runs
+  (`idle`), only the event loop reads them, and an append may grow a document in place
+  (`GrowingText`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
 
 from ..core.analyze import Analyzer
 from ..core.model import Analysis
-from ..core.text import LogIndex
+from ..core.text import GrowingText, LogIndex
 from .diagnostics import build_diagnostics
 from .safety import log_to_client
 from .settings import Settings
@@ -29,6 +33,8 @@ from .state import AnalysisResult, DocumentState
 
 if TYPE_CHECKING:
     from .server import VllmLogServer
+
+_T = TypeVar("_T")
 
 #: Documents at least this big (characters) get work-done progress.
 PROGRESS_MIN_CHARS = 2_000_000
@@ -43,14 +49,15 @@ def input_warnings(text: str) -> tuple[str, ...]:
 
 def compute(
     analyzer: Analyzer,
-    text: str,
+    document: GrowingText,
     version: int | None,
     settings: Settings,
     newline_only: bool = False,
-    grown_from: str | None = None,
 ) -> AnalysisResult:
     """The worker-thread part: analyse, and index lines so features can read them for free.
-    `grown_from`: a text `text` only appends to (see `Analyzer.analyze`)."""
+    An analysis of the same `document` after appends reuses the previous one (see
+    `Analyzer.analyze`)."""
+    text = document.text
     if len(text) > settings.max_file_chars:
         index = LogIndex(text[:0])
         reason = (
@@ -62,7 +69,7 @@ def compute(
         return AnalysisResult(version, index, empty, settings, skipped_reason=reason)
     # The analyzer builds the line table first, off the event loop (a growing log extends the
     # previous one); the analysis then numbers lines by lookup instead of by counting.
-    analysis = analyzer.analyze(text, input_warnings(text), line_table=True, grown_from=grown_from)
+    analysis = analyzer.analyze(document, input_warnings(text), line_table=True)
     return result_of(analyzer, version, analysis, settings, newline_only)
 
 
@@ -83,7 +90,35 @@ class Pipeline:
         # Our own pool: pygls's pool also runs the stdin reader, which must never starve.
         self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vllm-log-analysis")
         self._published_listeners: list[Callable[[DocumentState], None]] = []
+        self._jobs = 0  # worker jobs submitted and not finished
         server.on_settings_changed(self.settings_changed)
+
+    @property
+    def idle(self) -> bool:
+        """Whether no worker job runs: only the event loop reads documents and results now."""
+        return self._jobs == 0
+
+    async def in_worker(self, function: Callable[..., _T], *args: Any) -> _T:
+        """`function(*args)` on a worker thread (every job that reads a document or a result
+        goes through here, see `idle`). The job counts until its thread is done with it, even
+        when the caller stops waiting for it (a cancelled request)."""
+        loop = asyncio.get_running_loop()
+        self._jobs += 1
+        try:
+            job = self.executor.submit(function, *args)
+        except BaseException:
+            self._jobs -= 1
+            raise
+        job.add_done_callback(lambda _: self._job_done(loop))
+        return await asyncio.wrap_future(job)
+
+    def _job_done(self, loop: asyncio.AbstractEventLoop) -> None:
+        """(On the worker thread.) Count the job done on the event loop, which owns the count."""
+        with contextlib.suppress(RuntimeError):  # the loop closed: the server is exiting
+            loop.call_soon_threadsafe(self._count_done)
+
+    def _count_done(self) -> None:
+        self._jobs -= 1
 
     def on_published(self, listener: Callable[[DocumentState], None]) -> None:
         """Call `listener(state)` whenever a new result of `state` is published (a feature's
@@ -129,19 +164,16 @@ class Pipeline:
             catalog = await self.server.catalogs.for_uri(state.uri)  # loaded off the event loop
             if not self.is_current(state):
                 return None
-            version, text, settings = state.version, state.text, state.settings
-            # From here on, edits that only append grow this text.
-            grown_from, state.append_base = state.append_base, text
+            version, document, settings = state.version, state.document, state.settings
             if state.analyzer is None or state.analyzer.catalog is not catalog:
                 state.analyzer = Analyzer(catalog)  # the rule files of its folder changed
             # Progress is for a full analysis: an append's costs what it appended.
-            appending = state.analyzer.continues(grown_from)
-            token = None if appending else await self._begin_progress(state, text)
+            appending = state.analyzer.continues(document)
+            token = None if appending else await self._begin_progress(state, len(document))
             try:
-                loop = asyncio.get_running_loop()
                 newline_only = self.server.newline_only_lines
-                result = await loop.run_in_executor(
-                    self.executor, compute, state.analyzer, text, version, settings, newline_only, grown_from
+                result = await self.in_worker(
+                    compute, state.analyzer, document, version, settings, newline_only
                 )
             except Exception as err:
                 log_to_client(
@@ -153,7 +185,7 @@ class Pipeline:
             if not self.is_current(state) or state.version != version:
                 return None  # stale: the newer version's analysis is queued behind this lock
             state.result = result
-            if state.last_line is None and state.text is text and result.skipped_reason is None:
+            if state.last_line is None and state.document is document and result.skipped_reason is None:
                 state.last_line = result.last_line  # the next append need not count the lines
             for listener in list(self._published_listeners):
                 listener(state)
@@ -177,8 +209,8 @@ class Pipeline:
         self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     # -- progress ------------------------------------------------------------------------------
-    async def _begin_progress(self, state: DocumentState, text: str) -> str | None:
-        if len(text) < PROGRESS_MIN_CHARS or not self.server.supports_work_done_progress:
+    async def _begin_progress(self, state: DocumentState, length: int) -> str | None:
+        if length < PROGRESS_MIN_CHARS or not self.server.supports_work_done_progress:
             return None
         token = f"vllm-log-{uuid.uuid4()}"
         try:
@@ -189,7 +221,7 @@ class Pipeline:
         self.server.work_done_progress.begin(
             token,
             types.WorkDoneProgressBegin(
-                title="Analysing vLLM log", message=f"{name} ({len(text) / 1048576:.0f} MB)"
+                title="Analysing vLLM log", message=f"{name} ({length / 1048576:.0f} MB)"
             ),
         )
         return token

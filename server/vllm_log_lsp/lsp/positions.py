@@ -86,11 +86,11 @@ class ClientLines:
         # The text the client has: the analysed text itself, or the JSON log a transcript was
         # written from (`source_map`, see `core/jsonlog`).
         self.document = document if source_map is not None and document is not None else index
-        lines = NewlineLines(self.document.text) if newline_only else None
+        lines = self.document.newline_lines() if newline_only else None
         self.client_lines = lines if lines is not None and not lines.identity else None
         if self.document is not index and source_map is not None:
             self.map: NewlineLines | TranscriptClient | None = TranscriptClient(
-                source_map, None if newline_only else NewlineLines(self.document.text)
+                source_map, None if newline_only else self.document.newline_lines()
             )
         else:
             self.map = self.client_lines

@@ -25,7 +25,7 @@ from functools import cached_property
 
 from ..core.analyze import Analyzer
 from ..core.model import Analysis, Finding
-from ..core.text import LogIndex, Text
+from ..core.text import GrowingText, LogIndex, Text
 from .positions import ClientLines
 from .settings import Settings
 
@@ -35,7 +35,7 @@ class AnalysisResult:
     """One analysis of one document version: immutable, safe to share across threads."""
 
     version: int | None
-    index: LogIndex  # index.text is exactly the text that was analysed
+    index: LogIndex  # index.text is the text that was analysed (grown in place by appends since)
     analysis: Analysis
     settings: Settings
     skipped_reason: str | None = None  # set when the document was not analysed (too large)
@@ -76,7 +76,7 @@ class DocumentState:
     uri: str
     language_id: str
     version: int | None
-    text: str
+    document: GrowingText  # the text the editor synced (appends grow it, see `textsync`)
     served: bool  # a vLLM log: analysed and given features; other documents are only tracked
     settings: Settings
     folder: str | None = None
@@ -87,9 +87,11 @@ class DocumentState:
     pending: asyncio.Task | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     last_line: tuple[int, int] | None = None  # (number, start) of `text`'s last line, when known
-    # The text last handed to the analyzer, while the document has only grown since (every
-    # change an append); None after any other edit. Tells the analyzer it need not compare them.
-    append_base: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The document's text now."""
+        return self.document.text
 
 
 class DocumentStore:

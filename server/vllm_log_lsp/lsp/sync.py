@@ -14,6 +14,7 @@ from lsprotocol import types
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
+from ..core.text import GrowingText
 from .safety import log_to_client
 from .sniff import SNIFFED_LANGUAGE_IDS, VLLM_LANGUAGE_IDS, should_serve
 from .state import DocumentState
@@ -42,7 +43,7 @@ class VllmLogProtocol(LanguageServerProtocol):
                 uri=doc.uri,
                 language_id=doc.language_id,
                 version=doc.version,
-                text=text,
+                document=GrowingText(text),
                 served=should_serve(doc.language_id, text),
                 settings=server.settings.for_uri(doc.uri),
                 folder=server.folder_of(doc.uri),
@@ -62,15 +63,14 @@ class VllmLogProtocol(LanguageServerProtocol):
             )
             return None
         server = self._server
-        state.text, state.last_line, appended = apply_changes(
-            state.text,
+        state.document, state.last_line, _ = apply_changes(
+            state.document,
             params.content_changes,
             server.position_encoding,
             server.newline_only_lines,
             state.last_line,
+            exclusive=server.pipeline.idle,
         )
-        if not appended:
-            state.append_base = None
         state.version = params.text_document.version
         if not state.served:
             state.served = should_serve(state.language_id, state.text)

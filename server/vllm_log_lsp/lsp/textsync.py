@@ -3,9 +3,9 @@
 We keep log text ourselves instead of in pygls's workspace: pygls numbers lines with
 `str.splitlines` (which also breaks on form feeds, `\\x1c-\\x1e`, `\\x85`, U+2028/U+2029: a log
 containing one would be edited at the wrong place) and rebuilds the whole text in a Python loop
-on every change. Here an append (a tailed log growing) is one concatenation and a count of what
-it appends (the last line is kept between edits), and any other edit costs one C-speed line index
-of the text.
+on every change. Here an append (a tailed log growing) grows the document's `GrowingText` (in
+place where nothing else reads it) and counts what it appends (the last line is kept between
+edits); any other edit costs one C-speed line index of the text and makes a new `GrowingText`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from lsprotocol import types
 
-from ..core.text import LogIndex
+from ..core.text import GrowingText, LogIndex
 from .positions import ClientLines, from_client_column
 
 #: (number, start offset) of a text's last line, as the client counts lines.
@@ -48,26 +48,31 @@ def _after_append(last: LastLine, text: str, appended: str, newline_only: bool) 
 
 
 class Edited(NamedTuple):
-    """A text after content changes: its last line when known cheaply, and whether every change
-    only appended (then everything the text held before is still its beginning)."""
+    """A document after content changes: its last line when known cheaply, and whether every
+    change only appended (then `document` is the one edited, grown; else a new one)."""
 
-    text: str
+    document: GrowingText
     last: LastLine | None
     appended: bool
 
 
 def apply_change(
-    text: str,
+    document: GrowingText,
     change: types.TextDocumentContentChangeEvent,
     encoding: str,
     newline_only: bool = False,
     last: LastLine | None = None,
+    *,
+    exclusive: bool = False,
 ) -> Edited:
-    """The text after one content change (full replacement or a range edit), and its last line
-    when it is known cheaply; positions are in the client's lines (`newline_only`: a bare `\\r`
-    does not end one, see `ClientLines`). `last` is `text`'s last line if known."""
+    """The document after one content change (full replacement or a range edit), and its last
+    line when it is known cheaply; positions are in the client's lines (`newline_only`: a bare
+    `\\r` does not end one, see `ClientLines`). `last` is the document's last line if known.
+    An append grows `document` (in place when `exclusive`, see `GrowingText.append`); any other
+    change makes a new one."""
     if not isinstance(change, types.TextDocumentContentChangePartial):
-        return Edited(change.text, None, False)
+        return Edited(GrowingText(change.text), None, False)
+    text = document.text
     start, end = change.range.start, change.range.end
     if start == end:
         # Fast path: an insertion at (or past) the end of the text is an append (a tailed log).
@@ -76,25 +81,32 @@ def apply_change(
         tail = text[last_start:]
         at_end = start.line == number and from_client_column(tail, start.character, encoding) == len(tail)
         if start.line > number or at_end:
-            return Edited(text + change.text, _after_append(last, text, change.text, newline_only), True)
+            last = _after_append(last, text, change.text, newline_only)
+            del text, tail  # (a reference to the text would keep it from growing in place)
+            document.append(change.text, exclusive=exclusive)
+            return Edited(document, last, True)
     lines = ClientLines(LogIndex(text), newline_only)
     a = lines.offset(start, encoding)
     b = max(a, lines.offset(end, encoding))
-    return Edited(text[:a] + change.text + text[b:], None, False)
+    return Edited(GrowingText(text[:a] + change.text + text[b:]), None, False)
 
 
 def apply_changes(
-    text: str,
+    document: GrowingText,
     changes: Sequence[types.TextDocumentContentChangeEvent],
     encoding: str,
     newline_only: bool = False,
     last: LastLine | None = None,
+    *,
+    exclusive: bool = False,
 ) -> Edited:
-    """Apply changes in order, as the protocol requires: the text, its last line (None where
+    """Apply changes in order, as the protocol requires: the document, its last line (None where
     unknown) and whether they only appended. Keeping the last line lets each append cost what
-    it appends."""
+    it appends; `exclusive`: as for `apply_change`."""
     appended = True
     for change in changes:
-        text, last, appended_now = apply_change(text, change, encoding, newline_only, last)
+        document, last, appended_now = apply_change(
+            document, change, encoding, newline_only, last, exclusive=exclusive
+        )
         appended = appended and appended_now
-    return Edited(text, last, appended)
+    return Edited(document, last, appended)
