@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
+from _thread import allocate_lock
 from collections.abc import Iterator
 
 from .batch import input_size
@@ -22,6 +22,7 @@ from .batch import input_size
 # `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import threading
     from typing import TextIO
 
 #: What makes an input large enough for a progress line: this many bytes, or this many files.
@@ -36,6 +37,8 @@ _SPINNER = "|/-\\"
 class Progress:
     """The progress of checking `paths`; every method is a no-op when it is not `enabled`."""
 
+    _stop: threading.Event  # (when enabled)
+
     def __init__(self, paths: list[str], stream: TextIO | None, enabled: bool) -> None:
         self.paths = paths
         self.stream = stream
@@ -44,11 +47,13 @@ class Progress:
         self.done_files = 0
         self.done_bytes = 0
         self.started = time.monotonic()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
+        self._lock = allocate_lock()
         self._ticks = 0
         self._clock: threading.Thread | None = None
-        if self.enabled:
+        if self.enabled:  # threading is imported for a line that is drawn only (start-up)
+            import threading
+
+            self._stop = threading.Event()
             self._clock = threading.Thread(target=self._run_clock, name="progress-line", daemon=True)
             self._clock.start()
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 import os
 import re as stdlib_re
 import sys
-import threading
-from collections.abc import Iterable, Iterator
+from _thread import allocate_lock
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from types import ModuleType
 
 from . import datacache, regexes
@@ -37,6 +38,7 @@ from .versions import in_range
 # `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from _thread import LockType
     from typing import Any
 
 
@@ -340,9 +342,9 @@ class Catalog:
     warnings: list[CatalogError] = field(default_factory=list)  # rules that load but may mislead
     _rules: list[Rule] = field(default_factory=list)
     # Built-in rule files not parsed yet: (name, text, whether the cache may hold its parse).
-    _pending: list[tuple[str, str, bool]] = field(default_factory=list)
+    _pending: list[tuple[str, FileText, bool]] = field(default_factory=list)
     # The language server classifies in several threads; files must be added in priority order.
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _lock: LockType = field(default_factory=allocate_lock, repr=False, compare=False)
     # Frame text -> the phases its `phase_frame` markers tell (see `frame_phases`).
     _frame_phases: dict[str, tuple[str | None, str | None]] = field(
         default_factory=dict, repr=False, compare=False
@@ -371,7 +373,7 @@ class Catalog:
             if not self._pending:
                 return  # another thread parsed the last file meanwhile
             where, text, cached = self._pending[0]
-            rules, _, errors = load_rule_text(text, where, cached=cached)
+            rules, _, errors = load_rule_text(_text(text), where, cached=cached)
             self._rules.extend(rules)
             self.errors.extend(errors)
             del self._pending[0]
@@ -537,7 +539,20 @@ MARKER_KINDS = (
 def _line_of(text: str, needle: str) -> int | None:
     """Best-effort line number of a TOML entry (tomllib keeps no positions)."""
     pos = text.find(needle)
-    return text.count("\n", 0, pos) + 1 if pos >= 0 else None
+    if pos < 0:
+        return None
+    global _LINE_CURSOR
+    known, at, line = _LINE_CURSOR
+    if known is not text or pos < at:  # another text, or behind: count from its start
+        at, line = 0, 1
+    line += text.count("\n", at, pos)
+    _LINE_CURSOR = (text, pos, line)
+    return line
+
+
+# Where `_line_of` last counted to in which text: a file's entries are looked up in file order, so
+# each is counted on from the one before (one pass over the file, not one per entry).
+_LINE_CURSOR: tuple[str | None, int, int] = (None, 0, 1)
 
 
 def _compile_all(
@@ -900,13 +915,19 @@ MARKERS_FILE = "markers.toml"
 CATALOG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "catalog")
 
 
-def _builtin_files() -> list[tuple[str, str]]:
+#: A built-in file's text, or what reads it.
+FileText = str | Callable[[], str]
+
+
+def _builtin_files() -> list[tuple[str, FileText]]:
+    """The built-in files, each with what reads its text: a rule file is read when it is reached
+    (a short log's check reaches one or two of them)."""
     names = sorted(name for name in os.listdir(CATALOG_DIR) if name.endswith(".toml"))
-    texts = []
-    for name in names:
-        with open(os.path.join(CATALOG_DIR, name), encoding="utf-8") as handle:
-            texts.append((f"catalog/{name}", handle.read()))
-    return texts
+    return [(f"catalog/{name}", partial(datacache.package_text, f"catalog/{name}")) for name in names]
+
+
+def _text(text: FileText) -> str:
+    return text if isinstance(text, str) else text()
 
 
 _BUILTIN: Catalog | None = None
@@ -926,9 +947,10 @@ _REQUIRED: dict[str, str] = {}
 
 
 def build_catalog(
-    builtin: Iterable[tuple[str, str]], user: Iterable[tuple[str, str]], *, cached: bool = False
+    builtin: Iterable[tuple[str, FileText]], user: Iterable[tuple[str, str]], *, cached: bool = False
 ) -> Catalog:
-    """A catalog from (name, text) pairs: user rules first, then built-in rules in file order.
+    """A catalog from (name, text) pairs: user rules first, then built-in rules in file order (a
+    built-in file's text may come as what reads it, called when the file is reached).
 
     `cached`: the built-in pairs are the package's own files, whose parse (and their patterns'
     required literals and programs) `datacache` keeps, file by file as they are parsed."""
@@ -939,11 +961,11 @@ def build_catalog(
         user_rules.extend(rules)
         catalog.errors.extend(errors)
     catalog._rules = user_rules
-    for where, text in builtin:
+    for where, builtin_text in builtin:
         if not where.endswith(MARKERS_FILE):
-            catalog._pending.append((where, text, cached))  # parsed when a rule is needed
+            catalog._pending.append((where, builtin_text, cached))  # parsed when a rule is needed
             continue
-        rules, markers, errors = load_rule_text(text, where, cached=cached)
+        rules, markers, errors = load_rule_text(_text(builtin_text), where, cached=cached)
         catalog._rules.extend(rules)
         catalog.errors.extend(errors)
         for kind, items in markers.items():

@@ -25,8 +25,8 @@ import contextlib
 import marshal
 import os
 import sys
-import threading
 import zlib
+from _thread import allocate_lock, get_ident
 
 from .. import __version__
 
@@ -41,7 +41,7 @@ _MAGIC = b"vllm-log-lsp data cache\n"
 #: Values a cache may hold (what TOML parses to, minus dates, which are not cached; bytes).
 _PLAIN = (str, bytes, int, float, bool, type(None))
 
-_lock = threading.Lock()
+_lock = allocate_lock()  # (`_thread`'s: importing threading would cost start-up)
 #: Per data file: its cache entry {"key": [length, crc], "toml": ..., "derived": {...}}, read on
 #: first use (an empty dict when there was none or it did not hold this text).
 _entries: dict[str, dict[str, Any]] = {}
@@ -168,7 +168,7 @@ def save() -> bool:
                 body = marshal.dumps(entry)
             except ValueError:  # a value marshal cannot hold: keep nothing rather than part
                 continue
-            temporary = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+            temporary = f"{path}.{os.getpid()}.{get_ident()}.tmp"
             try:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 with open(temporary, "wb") as handle:

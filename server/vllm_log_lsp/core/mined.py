@@ -21,8 +21,8 @@ import json
 import os
 import re
 import struct
-import threading
 import zlib
+from _thread import allocate_lock
 from collections.abc import Iterator
 
 from . import regexes
@@ -250,7 +250,7 @@ class MessageIndex:
         self._packages = [(p["name"], tuple(p["releases"])) for p in info["packages"]]
         self.packages = dict(self._packages)
         self.templates_per_release = {p["name"]: tuple(p.get("templates", ())) for p in info["packages"]}
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
 
     @classmethod
     def empty(cls) -> MessageIndex:
@@ -341,7 +341,7 @@ class MessageIndex:
 
 
 _INDEX: MessageIndex | None = None
-_LOCK = threading.Lock()
+_LOCK = allocate_lock()
 
 
 def message_index() -> MessageIndex:

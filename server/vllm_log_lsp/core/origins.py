@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
+from _thread import allocate_lock
 
 from . import datacache, regexes
 from .catalog import BUILTIN_REGEX_TIMEOUT, CatalogError, Rule, _parse_rule
@@ -64,7 +64,7 @@ def load_families(text: str, where: str, *, cached: bool = False) -> tuple[list[
 
 
 _FAMILIES: list[Family] | None = None
-_LOCK = threading.Lock()
+_LOCK = allocate_lock()
 
 
 def families() -> list[Family]:
