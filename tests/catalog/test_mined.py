@@ -11,7 +11,16 @@ import regex
 
 from vllm_log_lsp.core.analyze import analyze
 from vllm_log_lsp.core.catalog import FAMILIES, builtin_catalog
-from vllm_log_lsp.core.mined import MessageIndex, Template, encode_index, message_index
+from vllm_log_lsp.core.mined import (
+    DATA_FILE,
+    MessageIndex,
+    MessageMatch,
+    Template,
+    encode_index,
+    match_parts,
+    message_index,
+    message_of,
+)
 from vllm_log_lsp.core.origins import families, family_of, vllm_component
 from vllm_log_lsp.core.versions import parse_version
 
@@ -288,3 +297,40 @@ def test_unrecognized_still_says_what_it_knows() -> None:
         finding.message
         == "Unrecognized KeyError in vllm/model_executor/models/qwen3.py: no rule knows this message"
     )
+
+
+def _match_building_every_template(index: MessageIndex, type_name: str, message: str):
+    """`MessageIndex.match` as it read before templates were built for matches only: every
+    template of each anchor built, then matched and ranked the same way."""
+    text = message_of(type_name, message)
+    short_type = type_name.rsplit(".", 1)[-1]
+    found = []
+    for word in set(re.findall(r"[A-Za-z0-9_]+", text)):
+        anchor = index._anchor(word)
+        for template in index._templates(anchor) if anchor is not None else ():
+            captures = template.match(text)
+            if captures is not None:
+                found.append(((False, template.kind == short_type), MessageMatch(template, captures)))
+    if not found:
+        return None
+    top = max(rank for rank, _ in found)
+    candidates = [m for rank, m in found if rank == top]
+    longest = max(m.template.literal_length for m in candidates)
+    close = [m for m in candidates if m.template.literal_length * 10 >= longest * 9]
+    return max(close, key=lambda m: (True, m.template.literal_length, m.template.text))
+
+
+def test_matching_builds_templates_for_matches_only_and_finds_the_same() -> None:
+    rng = random.Random(21)
+    with open(DATA_FILE, "rb") as handle:
+        data = handle.read()
+    for template in rng.sample(TEMPLATES, 300):
+        text = _fill(template, rng)
+        lazy, eager = MessageIndex(data), MessageIndex(data)
+        got = lazy.match(template.kind, text)
+        assert got is not None and got == _match_building_every_template(eager, template.kind, text)
+        message = message_of(template.kind, text)
+        matching = [
+            r for raws in lazy._raw_of.values() for r in raws if match_parts(r[2], message) is not None
+        ]
+        assert len(lazy._template_of) == len(matching)  # built: the matches, no other template

@@ -23,7 +23,7 @@ import re
 import struct
 import zlib
 from _thread import allocate_lock
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from . import regexes
 from .records import dataclass
@@ -102,25 +102,7 @@ class Template:
 
     def match(self, message: str) -> dict[str, str] | None:
         """The placeholders' values when `message` is an instance of this template, else None."""
-        literals = self.literals
-        first, last = literals[0], literals[-1]
-        if not message.startswith(first):
-            return None
-        if len(literals) == 1:
-            return {} if message == first else None
-        end = len(message) - len(last)
-        if end < len(first) or not message.endswith(last):
-            return None
-        captures: dict[str, str] = {}
-        pos = len(first)
-        for name, literal in zip(self.names[:-1], literals[1:-1], strict=True):
-            found = message.find(literal, pos, end)
-            if found < 0:
-                return None
-            captures[name] = message[pos:found]
-            pos = found + len(literal)
-        captures[self.names[-1]] = message[pos:end]
-        return captures
+        return match_parts(self.parts, message)
 
     def cannot_be_from(self, version: Version | None) -> bool:
         """Whether a vLLM release of `version` cannot have raised it: the mined releases on both
@@ -152,6 +134,29 @@ class Template:
         package = "vLLM" if self.package == "vllm" else self.package
         more = f" (and {len(self.sites) - 1} more places)" if len(self.sites) > 1 else ""
         return f"{verb} by {site.where}{more}, in {package} {site.versions}"
+
+
+def match_parts(parts: Sequence[str], message: str) -> dict[str, str] | None:
+    """`Template.match` of a template's `parts` (literal text and placeholder names alternating)."""
+    literals, names = parts[0::2], parts[1::2]
+    first, last = literals[0], literals[-1]
+    if not message.startswith(first):
+        return None
+    if len(literals) == 1:
+        return {} if message == first else None
+    end = len(message) - len(last)
+    if end < len(first) or not message.endswith(last):
+        return None
+    captures: dict[str, str] = {}
+    pos = len(first)
+    for name, literal in zip(names[:-1], literals[1:-1], strict=True):
+        found = message.find(literal, pos, end)
+        if found < 0:
+            return None
+        captures[name] = message[pos:found]
+        pos = found + len(literal)
+    captures[names[-1]] = message[pos:end]
+    return captures
 
 
 @dataclass(frozen=True)
@@ -246,6 +251,8 @@ class MessageIndex:
         self._modules: list[str] | None = None
         self._blocks: dict[int, list[str]] = {}
         self._built: dict[int, tuple[Template, ...]] = {}
+        self._raw_of: dict[int, list[list]] = {}
+        self._template_of: dict[int, Template] = {}
         info = json.loads(header)
         self._packages = [(p["name"], tuple(p["releases"])) for p in info["packages"]]
         self.packages = dict(self._packages)
@@ -270,29 +277,44 @@ class MessageIndex:
     def _templates(self, anchor: int) -> tuple[Template, ...]:
         built = self._built.get(anchor)
         if built is None:
+            built = tuple(self._template(raw) for raw in self._raw(anchor))
+            self._built[anchor] = built
+        return built
+
+    def _raw(self, anchor: int) -> list[list]:
+        """The anchor's templates as the data file holds them (a Template is built for one that
+        matches: building all of an anchor's costs a short check more than matching them)."""
+        raw = self._raw_of.get(anchor)
+        if raw is None:
             with self._lock:  # the language server matches in several threads
                 block = self._blocks.get(anchor // _BLOCK)
                 if block is None:
                     start, end = self._offsets[anchor // _BLOCK], self._offsets[anchor // _BLOCK + 1]
                     block = zlib.decompress(self._payload[start:end]).decode("utf-8").split("\n")
                     self._blocks[anchor // _BLOCK] = block
-                if self._modules is None:
-                    self._modules = zlib.decompress(self._modules_zlib).decode("utf-8").split("\n")
-            built = tuple(self._template(raw) for raw in json.loads(block[anchor % _BLOCK]))
-            self._built[anchor] = built
-        return built
+            raw = json.loads(block[anchor % _BLOCK])
+            self._raw_of[anchor] = raw
+        return raw
 
     def _template(self, raw: list) -> Template:
+        key = id(raw)  # the raw entries live as long as the index (`_raw_of`)
+        built = self._template_of.get(key)
+        if built is not None:
+            return built
         package_index, kind, parts, sites, held = raw
         package, releases = self._packages[package_index]
-        assert self._modules is not None
-        return Template(
+        if self._modules is None:
+            with self._lock:
+                if self._modules is None:
+                    self._modules = zlib.decompress(self._modules_zlib).decode("utf-8").split("\n")
+        modules = self._modules
+        built = Template(
             package=package,
             kind=kind,
             parts=tuple(parts),
             sites=tuple(
                 Site(
-                    module=self._modules[module],
+                    module=modules[module],
                     function=function,
                     first=releases[first],
                     last=releases[last],
@@ -301,6 +323,8 @@ class MessageIndex:
             ),
             releases=tuple((release, bool(held >> i & 1)) for i, release in enumerate(releases)),
         )
+        self._template_of[key] = built
+        return built
 
     def match(
         self, type_name: str, message: str, version: Version | None = None, paths: tuple[str, ...] = ()
@@ -319,9 +343,10 @@ class MessageIndex:
             anchor = self._anchor(word)
             if anchor is None:
                 continue
-            for template in self._templates(anchor):
-                captures = template.match(text)
+            for raw in self._raw(anchor):
+                captures = match_parts(raw[2], text)
                 if captures is not None:
+                    template = self._template(raw)
                     in_frames = any(path.endswith(site.module) for site in template.sites for path in frames)
                     found.append(((in_frames, template.kind == short_type), MessageMatch(template, captures)))
         if not found:
