@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from support import CRASH, CRASH2, CRASH3, read_log
+from vllm_log_lsp.core import scan as scan_mod
 from vllm_log_lsp.core.catalog import builtin_catalog
 from vllm_log_lsp.core.prefilter import candidate_lines
 from vllm_log_lsp.core.scan import _BASE_LITERALS, _SCANNED_KINDS, scan_lines
@@ -52,3 +53,77 @@ def test_the_scan_keeps_every_candidate_line_but_frames_and_code(path) -> None:
     looked_up = {cand.event.traceback_start or cand.event.line for cand in scan.events}
     looked_up.update(tb.header_line for tb in scan.tracebacks)
     assert not looked_up & skipped  # (a line the pre-filter did not pass was never kept)
+
+
+def _values(scan) -> tuple:
+    """A scan by what it found (its candidates compare by identity)."""
+    events = [(c.event, c.tier, c.traceback, c.inner_text) for c in scan.events]
+    return scan.lines, scan.symptoms, scan.precursors, scan.run_starts, events, scan.tracebacks
+
+
+class _EachAlone(scan_mod._MarkersByMessage):
+    """The markers of every message searched anew (nothing remembered)."""
+
+    def of(self, message: str):
+        self._found.clear()
+        return super().of(message)
+
+    def stop(self, message: str):
+        self._stops.clear()
+        return super().stop(message)
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_markers_remembered_per_message_find_what_each_message_finds_alone(path, monkeypatch) -> None:
+    """A log repeats its messages (here: the log three times over): the markers found for a
+    message seen before are those a search of it finds."""
+    text = read_log(path)
+    text = (text if text.endswith("\n") else text + "\n") * 3
+    remembered = scan_lines(LogIndex(text), CATALOG)
+    monkeypatch.setattr(scan_mod, "_MarkersByMessage", _EachAlone)
+    alone = scan_lines(LogIndex(text), CATALOG)
+    assert _values(remembered) == _values(alone)
+
+
+def _first(kind: str, message: str):
+    return next(
+        (m for m in CATALOG.markers_of(kind) if m.literal in message and m.pattern.search(message)), None
+    )
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Segmentation fault (core dumped)",
+        "Fatal Python error: Aborted",
+        "KeyboardInterrupt: terminated",
+        "EngineCore failed to start.",
+        "all is well",
+    ],
+)
+def test_the_first_matching_marker_of_each_kind_is_remembered(message: str) -> None:
+    markers = scan_mod._MarkersByMessage(CATALOG)
+    fault, signal = _first("fault", message), _first("signal", message)
+    want = ("fault", 0, fault) if fault else ("signal", 2, signal) if signal else None
+    for _ in range(2):
+        assert markers.stop(message) == want
+        assert markers.of(message)[0] is _first("symptom", message)
+        assert markers.of(message)[2] is _first("precursor", message)
+    assert any(markers.stop(m) for m in ("Segmentation fault", "KeyboardInterrupt"))  # (fault and signal)
+
+
+def test_remembered_messages_are_bounded() -> None:
+    markers = scan_mod._MarkersByMessage(CATALOG)
+    for n in range(scan_mod._MAX_MESSAGES + 10):
+        markers.of(f"line {n}")
+        markers.stop(f"line {n}")
+    assert len(markers._found) <= scan_mod._MAX_MESSAGES and len(markers._stops) <= scan_mod._MAX_MESSAGES
+
+
+def test_copies_of_a_traceback_share_their_frames_texts() -> None:
+    scan = scan_lines(LogIndex(TRACEBACK.replace("21:00:01", "21:00:03") + TRACEBACK), CATALOG)
+    first, second = (tb.chain[0] for tb in scan.tracebacks)
+    assert first.frames[0].line != second.frames[0].line  # (two records)
+    assert first.frames[0].path is second.frames[0].path
+    assert first.frames[0].function is second.frames[0].function
+    assert first.context_lines[0] is second.context_lines[0]

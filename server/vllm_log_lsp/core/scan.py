@@ -74,6 +74,7 @@ def scan_lines(index: LogIndex, catalog: Catalog, scan: Scan | None = None, begi
     # Lines a traceback's reading parsed already (whole lines: the same text when within MAX_LINE).
     parsed: dict[int, LogLine] = {}
     exception_lines = scan.exception_lines
+    markers = _MarkersByMessage(catalog)
     for start, _ in candidates:
         number = index.line_of(start)
         if number in consumed and number not in exception_lines:
@@ -87,13 +88,64 @@ def scan_lines(index: LogIndex, catalog: Catalog, scan: Scan | None = None, begi
             line = parse_line(number, index.slice(start, min(end, start + MAX_LINE)))
         scan.lines[number] = line
         scan.offsets[number] = start
-        _classify_line(index, catalog, scan, line, start, consumed, parsed)
+        _classify_line(index, markers, scan, line, start, consumed, parsed)
     return scan
+
+
+# Distinct messages whose markers are remembered (per scan) before starting over.
+_MAX_MESSAGES = 4096
+
+
+class _MarkersByMessage:
+    """The first symptom, precursor and fault or signal marker that a message matches: each a
+    function of the message alone, remembered per distinct message (a log repeats its errors,
+    and each message is otherwise searched by every marker again)."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._found: dict[str, tuple[Marker | None, str | None, Marker | None]] = {}
+        self._stops: dict[str, tuple[str, int, Marker] | None] = {}
+
+    def of(self, message: str) -> tuple[Marker | None, str | None, Marker | None]:
+        """(symptom marker, its `inner` group, precursor marker), each None when none matches."""
+        found = self._found.get(message)
+        if found is None:
+            if len(self._found) >= _MAX_MESSAGES:
+                self._found.clear()
+            found = self._found[message] = (*self._symptom(message), self._first("precursor", message))
+        return found
+
+    def stop(self, message: str) -> tuple[str, int, Marker] | None:
+        """(kind, tier, marker) of the first fault marker, else signal marker, that matches."""
+        if message in self._stops:
+            return self._stops[message]
+        if len(self._stops) >= _MAX_MESSAGES:
+            self._stops.clear()
+        found = None
+        for kind, tier in (("fault", 0), ("signal", 2)):
+            marker = self._first(kind, message)
+            if marker is not None:
+                found = (kind, tier, marker)
+                break
+        self._stops[message] = found
+        return found
+
+    def _symptom(self, message: str) -> tuple[Marker | None, str | None]:
+        for marker in self.catalog.markers_of("symptom"):
+            if marker.literal in message and (found := marker.pattern.search(message)):
+                return marker, found.groupdict().get("inner")
+        return None, None
+
+    def _first(self, kind: str, message: str) -> Marker | None:
+        for marker in self.catalog.markers_of(kind):
+            if marker.literal in message and marker.pattern.search(message):
+                return marker
+        return None
 
 
 def _classify_line(
     index: LogIndex,
-    catalog: Catalog,
+    markers: _MarkersByMessage,
     scan: Scan,
     line: LogLine,
     start: int,
@@ -101,29 +153,30 @@ def _classify_line(
     parsed: dict[int, LogLine],
 ) -> None:
     message = line.message
-    for marker in catalog.markers_of("run_start"):
+    for marker in markers.catalog.markers_of("run_start"):
         if marker.literal in line.text and marker.pattern.search(message):
             # A restart marker ends one run: the next run starts on the following line.
             scan.run_starts.append((line.number + marker.offset, line.outer or ""))
             break
-    for marker in catalog.markers_of("symptom"):
-        if marker.literal in message and (found := marker.pattern.search(message)):
-            span = line.message_span
-            scan.symptoms.append(
-                (Symptom(line.number, span, marker.id, marker.title, message.strip()), marker, line)
-            )
-            inner = found.groupdict().get("inner")
-            if inner and line.number not in consumed:
-                event = _event_from_line(line, "message", "Error", inner)
-                scan.events.append(Candidate(event, tier=1, inner_text=inner))
-            break
-    for marker in catalog.markers_of("precursor"):
-        if marker.literal in message and marker.pattern.search(message):
-            precursor = Precursor(
-                line.number, line.message_span, marker.id, marker.title, marker.explanation, message.strip()
-            )
-            scan.precursors.append((precursor, line))
-            break
+    symptom, inner, precursor = markers.of(message)
+    if symptom is not None:
+        span = line.message_span
+        scan.symptoms.append(
+            (Symptom(line.number, span, symptom.id, symptom.title, message.strip()), symptom, line)
+        )
+        if inner and line.number not in consumed:
+            event = _event_from_line(line, "message", "Error", inner)
+            scan.events.append(Candidate(event, tier=1, inner_text=inner))
+    if precursor is not None:
+        found = Precursor(
+            line.number,
+            line.message_span,
+            precursor.id,
+            precursor.title,
+            precursor.explanation,
+            message.strip(),
+        )
+        scan.precursors.append((found, line))
     if line.number in consumed:
         return
     if message.rstrip().endswith(TRACEBACK_HEADER):
@@ -138,12 +191,12 @@ def _classify_line(
         if not tb.chain:
             _add_logged_message(scan, tb)
         return
-    for kind, tier in (("fault", 0), ("signal", 2)):
-        for marker in catalog.markers_of(kind):
-            if marker.literal in message and marker.pattern.search(message):
-                event = _event_from_line(line, kind, marker.title, message.strip())
-                scan.events.append(Candidate(event, tier=tier))
-                return
+    stop = markers.stop(message)
+    if stop is not None:
+        kind, tier, marker = stop
+        event = _event_from_line(line, kind, marker.title, message.strip())
+        scan.events.append(Candidate(event, tier=tier))
+        return
     standalone = standalone_exception(line) if line.level in FATAL_LEVELS else None
     if standalone is not None:
         scan.events.append(Candidate(standalone, tier=0))
