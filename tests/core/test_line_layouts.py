@@ -198,3 +198,15 @@ def test_a_learned_prefix_names_no_digit(prefix: str) -> None:
     pattern = re.compile(lines._shape(prefix))
     assert _named_digits(pattern.pattern) == []
     assert pattern.match(prefix) and pattern.match(_with_other_digits(prefix, random.Random(1)))
+
+
+def test_records_of_lines_share_the_texts_they_repeat() -> None:
+    """A long log repeats its writers, times and sources: the records of its lines hold one
+    text of each (a million kept lines otherwise hold a million copies)."""
+    head = "(APIServer pid=100) ERROR 10-03 21:00:01 [serving_chat.py:245]"
+    first = parse_line(0, f"{head} Traceback (most recent call last):")
+    other_shape = parse_line(1, f'{head}   File "/x/y.py", line 3, in run')
+    for same in ("stream", "process", "timestamp", "source"):
+        assert getattr(first, same) is getattr(other_shape, same), same
+    later = parse_line(2, "(APIServer pid=100) ERROR 10-03 21:00:02 [serving_chat.py:245] x")
+    assert later.timestamp == "10-03 21:00:02" and later.source is first.source

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from sys import intern
 
 from . import regexes
 from .model import LogLine
@@ -124,12 +125,11 @@ class _Layout:
 
     __slots__ = (
         "chain",
+        "header",
         "journal",
         "level",
         "message_start",
         "outer",
-        "source",
-        "timestamp",
         "writer_end",
         "writer_start",
         "writers",
@@ -146,8 +146,7 @@ class _Layout:
         self.writer_start = 0
         self.writer_end = 0
         self.level: str | None = None
-        self.timestamp: tuple[int, int] | None = None
-        self.source: tuple[int, int] | None = None
+        self.header: tuple[int, int, int, int] | None = None  # vLLM's: its time and source spans
         self.message_start = 0
         # The writer's fields (stream, process, pid, outer) by that text: one log has few writers.
         self.writers: dict[str, tuple[str, str | None, int | None, str | None]] = {}
@@ -196,8 +195,7 @@ def _layout_of(clean: str, learned: re.Pattern[str] | None) -> _Layout:
     header = _VLLM_HEADER.search(clean, pos, pos + _MAX_USER_PREFIX + 60)
     if header and header.start() - pos <= _MAX_USER_PREFIX:
         layout.level = header.group("level")
-        layout.timestamp = header.span("date")
-        layout.source = header.span("source")
+        layout.header = (*header.span("date"), *header.span("source"))
         pos = header.end()
     else:
         other = _OTHER_HEADER.match(clean, pos)
@@ -220,8 +218,13 @@ def _line_from(number: int, raw: str, clean: str, colmap: list[int] | None, layo
             writers.clear()
         writer = writers[prefixes] = _writer(clean, layout)
     stream, process, pid, outer = writer
-    timestamp = clean[slice(*layout.timestamp)] if layout.timestamp else None
-    source = clean[slice(*layout.source)] if layout.source else None
+    timestamp = source = None
+    if layout.header is not None:
+        # A log repeats its times and sources: the records of its lines share one text of each
+        # (`sys.intern` keeps a text only while something holds it).
+        time_start, time_end, source_start, source_end = layout.header
+        timestamp = intern(clean[time_start:time_end])
+        source = intern(clean[source_start:source_end])
     pos = layout.message_start
     # Positional (number, text, message, message_col, stream, process, pid, level, timestamp,
     # source, outer): a third cheaper than by keyword, and this runs for every line read.
@@ -254,7 +257,8 @@ def _writer(clean: str, layout: _Layout) -> tuple[str, str | None, int | None, s
         else:
             chain.append(f"rank{clean[start:end]}")
     stream = "|".join(filter(None, [outer or "", *chain]))
-    return stream, process, pid, outer
+    # (one text per writer across the shapes of its lines)
+    return intern(stream), process and intern(process), pid, outer and intern(outer)
 
 
 def _outer_prefixes(clean: str, pos: int, layout: _Layout | None = None) -> int:

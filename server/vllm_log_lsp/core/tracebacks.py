@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from sys import intern
 
 from . import regexes
 from .lines import parse_line
@@ -92,7 +93,7 @@ _MAX_LINES = 4000
 _MAX_MESSAGE_LINES = 12
 
 
-@dataclass
+@dataclass(slots=True)
 class Traceback:
     """One printed traceback: its chain of exceptions (first = original) and the lines it used."""
 
@@ -248,7 +249,7 @@ class _ChainReader:
         # after a frame is still code unless it reads like the exception.
         if self.state == "code" and (indented or (not self.code_taken and not looks_like_exception(message))):
             self.code_taken = True
-            self.context.append(stripped)
+            self.context.append(intern(stripped))
             self.tb.lines.append(line.number)
             return True
         match = looks_like_exception(message)
@@ -262,9 +263,15 @@ class _ChainReader:
         return self.stray <= _MAX_STRAY
 
     def _take_frame(self, line: LogLine, frame: re.Match[str]) -> None:
-        lineno = frame.group("lineno")
+        lineno, function = frame.group("lineno"), frame.group("func")
+        # Copies of a traceback repeat their frames: they share one text of each path and name.
         self.frames.append(
-            Frame(line.number, frame.group("path"), int(lineno) if lineno else None, frame.group("func"))
+            Frame(
+                line.number,
+                intern(frame.group("path")),
+                int(lineno) if lineno else None,
+                function and intern(function),
+            )
         )
         self.tb.lines.append(line.number)
         self.state = "code"
