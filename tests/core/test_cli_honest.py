@@ -360,3 +360,66 @@ def test_a_chunk_of_a_few_repeated_characters_is_shown_valid_without_decoding() 
     # More distinct characters than it counts: left to the decoder.
     many = "".join(chr(0x4E00 + i) for i in range(source._MAX_COUNTED_CHARACTERS + 1)).encode()
     assert not source._valid_by_counting(many)
+
+
+_WHOLE_CHARACTERS = ["…".encode(), "é".encode(), "è".encode(), "😀".encode(), "模".encode(), "型".encode()]
+
+
+@given(
+    pieces=st.lists(st.sampled_from(_UTF8_PIECES), max_size=60),
+    characters=st.lists(st.sampled_from(_WHOLE_CHARACTERS), max_size=4, unique=True),
+)
+@settings(max_examples=300, deadline=None)
+def test_replacing_known_characters_proves_valid_only_what_decodes(
+    pieces: list[bytes], characters: list[bytes]
+) -> None:
+    """Replacing the characters of an earlier chunk shows a chunk valid only when decoding it
+    would, whatever it holds: replaced by ASCII, they never join broken bytes into one."""
+    from vllm_log_lsp.core import source
+
+    data = b"".join(pieces)
+    assert source._valid_by_replacing(data, characters) <= (_first_bad_byte(data) is None)
+
+
+def test_replaced_characters_do_not_join_the_bytes_around_them() -> None:
+    from vllm_log_lsp.core import source
+
+    line = "request: 'Summarise…' é\n".encode()
+    assert source._valid_by_replacing(line * 100, ["…".encode(), "é".encode()])
+    # `\xc3` + `…` + `\xa9` is not `é` once the `…` is taken out: removing it would make one.
+    broken = line + b"\xc3" + "…".encode() + b"\xa9" + line
+    assert not source._valid_by_replacing(broken, ["…".encode(), "é".encode()])
+    assert source.first_invalid_utf8(line * 10 + broken) == len(line) * 11
+    # A character of the chunk that was not seen before: not shown (counting or decoding tells).
+    assert not source._valid_by_replacing(line + "模".encode(), ["…".encode(), "é".encode()])
+
+
+def test_the_characters_counted_in_one_chunk_are_replaced_in_the_next(monkeypatch) -> None:
+    """A log repeats its few characters: after the first chunk, counting is not needed."""
+    from vllm_log_lsp.core import source
+
+    counted = []
+    count = source._valid_by_counting
+
+    def counting(piece: bytes, found: list[bytes] | None = None) -> bool:
+        counted.append(len(piece))
+        return count(piece, found)
+
+    monkeypatch.setattr(source, "_valid_by_counting", counting)
+    monkeypatch.setattr(source, "_UTF8_CHUNK", 1024)
+    data = "INFO … 模型 ✓ line\n".encode() * 1000
+    assert first_invalid_utf8(data) is None
+    assert len(counted) == 1
+    assert first_invalid_utf8(data + b"\xff") == len(data)
+
+
+def test_an_index_checks_its_bytes_once_and_an_editor_text_never() -> None:
+    from vllm_log_lsp.core.text import LogIndex
+
+    good = "ok …\n".encode() * 10
+    data = good + b"\xe2\x80 cut\n"
+    index = LogIndex(data)
+    assert index.first_invalid_utf8() == first_invalid_utf8(data) == len(good)
+    assert index.first_invalid_utf8() == len(good)
+    assert LogIndex(good).first_invalid_utf8() is None
+    assert LogIndex(data.decode("utf-8", "replace")).first_invalid_utf8() is None

@@ -9,6 +9,8 @@ Blocks are made tiny here so that every case crosses many checkpoints.
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -90,3 +92,39 @@ def test_a_wrong_or_unknown_previous_index_is_not_reused() -> None:
         LogIndex.following("z\n" + old, LogIndex.following(old, None)), "z\n" + old
     )
     assert_reads_as_the_full_table(LogIndex.following(old + "d", LogIndex(old)), old + "d")
+
+
+@given(
+    text=st.lists(st.sampled_from(["a", "é", "\n", "\r", "\r\n"]), max_size=60).map("".join),
+    block=st.integers(1, 9),
+    cuts=st.lists(st.integers(0, 200), max_size=6),
+)
+@settings(max_examples=200, deadline=None)
+def test_a_mapped_file_counts_line_breaks_a_block_at_a_time(text: str, block: int, cuts: list[int]) -> None:
+    """A mapped file's lines are counted in copies of at most a block (`mmap` has no count):
+    every offset gets the number the whole text gives it, even when a `\\r\\n` falls between two
+    blocks or at the end of the range counted."""
+    import mmap
+    import tempfile
+
+    from vllm_log_lsp.core import text as text_mod
+
+    data = text.encode("utf-8")
+    expected = LogIndex(data)
+    with tempfile.TemporaryFile() as handle:
+        handle.write(data or b"x")
+        handle.flush()
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            if not data:
+                return
+            saved = text_mod._COUNT_BLOCK
+            text_mod._COUNT_BLOCK = block
+            try:
+                index = LogIndex(mapped)
+                offsets = sorted({min(cut, len(data)) for cut in cuts} | {0, len(data)})
+                for offset in offsets:
+                    assert index.line_of(offset) == expected.line_of(offset)
+                for start, end in itertools.pairwise(offsets):
+                    assert LogIndex(mapped)._breaks(start, end) == LogIndex(data)._breaks(start, end)
+            finally:
+                text_mod._COUNT_BLOCK = saved

@@ -188,3 +188,112 @@ def test_over_bytes_the_automaton_comes_before_rg(monkeypatch) -> None:
     # An editor's str goes to rg first.
     text = data.decode("utf-8")
     assert all(n is not None for _, n in prefilter.candidate_lines(LogIndex(text), LITERALS))
+
+
+# -- one search for several groups of literals (the scan's and the stats') ----------------------
+# Groups that share a literal, whose literals overlap across groups (`or: ` ends where `rror`'s
+# `r` is; `Error` holds `rror`) or nest, a group no line holds, and an empty one.
+_GROUPS = [
+    [["Error", "模"], ["rror", "or: "], ["Err", "ValueError"]],
+    [["ValueError"], ["Error"]],
+    [["or: ", "x"], []],
+    [["never here"], ["Err"]],
+]
+_WAYS = ["automaton", "tool", "python"]
+
+
+def _search_way(way: str, monkeypatch) -> None:
+    """Make `candidate_lines_by_group` search one way (the automaton in a thread, one rg or grep
+    process over the union, or `find`)."""
+    if way == "automaton":
+        automaton_available()
+        monkeypatch.setattr(prefilter, "AUTOMATON_THRESHOLD", 0)
+    else:
+        monkeypatch.setattr(prefilter, "AUTOMATON_THRESHOLD", 1 << 60)
+    if way == "tool":
+        tool("rg")
+        monkeypatch.setattr(prefilter, "TOOL_THRESHOLD", 0)
+    if way == "python":
+        monkeypatch.setenv("VLLM_LOG_LSP_NO_GREP", "1")
+
+
+def _each_alone(source, groups: list[list[str]], begin: int) -> list[list[tuple[int, int]]]:
+    """What one `candidate_lines` pass per group gives, numbered by a fresh index."""
+    alone = []
+    for group in groups:
+        index = LogIndex(source)
+        found = prefilter._python_scan(index, sorted(set(group)), begin) if group else []
+        alone.append([(start, LogIndex(source).line_of(start)) for start, _ in found])
+    return alone
+
+
+@pytest.mark.parametrize("way", _WAYS)
+@pytest.mark.parametrize("groups", _GROUPS, ids=str)
+@pytest.mark.parametrize("text", sample_texts()[-3:] + CR_TEXTS + [""], ids=lambda t: str(len(t)))
+def test_one_search_gives_each_group_what_its_own_search_gives(
+    way: str, groups: list[list[str]], text: str, tmp_path, monkeypatch
+) -> None:
+    """Each group gets exactly the lines of a search for it alone, numbered as counting numbers
+    them: over a str, bytes and a mapped file, from the start and from a later line."""
+    _search_way(way, monkeypatch)
+    path = tmp_path / "log"
+    path.write_bytes(text.encode("utf-8"))
+    with open(path, "rb") as handle:
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if text else b""
+        for source in (text, text.encode("utf-8"), mapped):
+            for begin in (0, LogIndex(source).line_start(LogIndex(source).line_count // 2)):
+                found = prefilter.candidate_lines_by_group(LogIndex(source), groups, begin)
+                assert found == _each_alone(source, groups, begin)
+
+
+@given(
+    pieces=st.lists(st.sampled_from(_PIECES), max_size=40),
+    groups=st.lists(
+        st.lists(st.sampled_from(["Error", "Err", "rror", "or: ", "ValueError", "r", "模", " "]), max_size=3),
+        min_size=1,
+        max_size=3,
+    ),
+)
+@settings(max_examples=150, deadline=None)
+def test_one_search_splits_lines_by_group_for_any_literals(
+    pieces: list[str], groups: list[list[str]]
+) -> None:
+    """A line goes to every group with a literal in it and to no other, however the groups'
+    literals overlap (the tools' lines are split by `find`; the automaton searches per group)."""
+    text = "".join(pieces)
+    with pytest.MonkeyPatch.context() as patch:
+        for way in ("automaton", "python"):
+            _search_way(way, patch)
+            for source in (text, text.encode("utf-8")):
+                assert prefilter.candidate_lines_by_group(LogIndex(source), groups) == _each_alone(
+                    source, groups, 0
+                )
+
+
+@pytest.mark.parametrize("way", _WAYS)
+def test_the_work_meanwhile_runs_once_whichever_way_searches(way: str, monkeypatch) -> None:
+    _search_way(way, monkeypatch)
+    data = (CRASH / "007.log").read_bytes()
+    calls = []
+    index = LogIndex(data)
+    found = prefilter.candidate_lines_by_group(index, [LITERALS], meanwhile=lambda: calls.append(1))
+    assert calls == [1]
+    assert found == _each_alone(data, [LITERALS], 0)
+
+
+def test_a_failed_search_fails_the_caller(monkeypatch) -> None:
+    """An error in the search thread is raised in the caller's, after the work meanwhile."""
+    automaton_available()
+    monkeypatch.setattr(prefilter, "AUTOMATON_THRESHOLD", 0)
+
+    class BrokenAutomaton:
+        def find_matches_as_indexes(self, haystack):
+            raise RuntimeError("search failed")
+
+    monkeypatch.setattr(prefilter, "_automaton", lambda literals, over_bytes: BrokenAutomaton())
+    done = []
+    with pytest.raises(RuntimeError, match="search failed"):
+        prefilter.candidate_lines_by_group(
+            LogIndex(b"Error\n"), [["Error"]], meanwhile=lambda: done.append(1)
+        )
+    assert done == [1]

@@ -34,9 +34,10 @@ from .jsonlog import SNIFF_CHARS, Transcriber, looks_like_json_log
 from .linebreaks import NewlineLines
 from .lines import learn_outer_prefix, learned_prefix, parse_line
 from .model import Analysis, ExceptionEvent, Finding, Precursor, RunSegment, Span
+from .prefilter import candidate_lines_by_group
 from .records import replace
-from .scan import Candidate, Scan, scan_lines, truncate_scan
-from .source import first_invalid_utf8
+from .scan import Candidate, Scan, scan_lines, scan_literals, truncate_scan
+from .stats import LITERALS as STATS_LITERALS
 from .stats import StatsScan, scan_stats
 from .text import GrowingText, LogIndex, Text, extends
 
@@ -182,9 +183,20 @@ class Analyzer:
             self._prefix = learn_outer_prefix(raw for _, raw in index.iter_lines_from(0, 0, _LEARN_LINES))
         with learned_prefix(self._prefix):
             self.reused_offset = start
-            scan = scan_lines(index, self.catalog, scan, start)
             kept = self._stats.before(index.line_of(start)) if self._stats is not None and start else None
-            stats = scan_stats(index, kept, start if kept is not None else 0)
+            stats_begin = start if kept is not None else 0
+            # One pre-filter pass for the scan and the stats; a file's bytes are checked for
+            # invalid UTF-8 (for `_encoding_warnings`) meanwhile, while the automaton searches.
+            scanned, stats_lines = candidate_lines_by_group(
+                index,
+                [scan_literals(self.catalog), STATS_LITERALS],
+                min(start, stats_begin),
+                meanwhile=index.first_invalid_utf8,
+            )
+            if stats_begin < start:
+                scanned = [line for line in scanned if line[0] >= start]
+            scan = scan_lines(index, self.catalog, scan, start, scanned)
+            stats = scan_stats(index, kept, stats_begin, stats_lines)
             self._length, self._scan, self._index, self._stats = len(text), scan, index, stats
             return _analysis(index, self.catalog, scan, warnings, stats, self._unwrap)
 
@@ -259,9 +271,7 @@ def _analysis(
 
 def _encoding_warnings(index: LogIndex) -> tuple[str, ...]:
     """Invalid UTF-8 anywhere in a file's bytes (one C-speed pass), not only in the lines read."""
-    if isinstance(index.text, str):
-        return ()  # an editor's text is decoded already
-    offset = first_invalid_utf8(index.text)
+    offset = index.first_invalid_utf8()  # (an editor's text is decoded already: None)
     if offset is None:
         return ()
     line = NewlineLines(index.text).line(index.line_of(offset)) + 1  # as grep -n numbers it

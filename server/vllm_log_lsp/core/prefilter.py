@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 # subprocess and threading are imported where a tool runs: a small log never needs them, and they
 # cost a `check` of one a noticeable share of its start-up.
@@ -31,7 +31,9 @@ from .tools import find_program
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
-    from typing import Any
+    from typing import Any, TypeVar
+
+    _T = TypeVar("_T")
 
 # Below this many characters a subprocess costs more than it saves.
 TOOL_THRESHOLD = 4_000_000
@@ -40,6 +42,7 @@ _TOOL_TIMEOUT = 120
 TOOLS = ("rg", "grep")
 
 Tool = tuple[str, str]  # (kind, executable path)
+Numbered = list[tuple[int, int]]  # (line start, line number) of the lines found
 
 
 def search_tool(kinds: Iterable[str] = TOOLS) -> Tool | None:
@@ -84,6 +87,121 @@ def candidate_lines(
     return found if found is not None else _python_scan(index, literals, begin)
 
 
+def candidate_lines_by_group(
+    index: LogIndex,
+    groups: Sequence[Iterable[str]],
+    begin: int = 0,
+    meanwhile: Callable[[], object] | None = None,
+) -> list[Numbered]:
+    """For each group of literals, the lines `candidate_lines` finds for it, every one numbered
+    (`LogIndex.line_of` over all the groups' lines in order: each line break before the last
+    line found is counted once, and the numbers stay known to the index).
+
+    A file's bytes get one automaton pass per group, in another thread (the search releases the
+    GIL) while `meanwhile` runs in this one: per group, because a pass over the union of the
+    groups costs more than the passes it replaces (the SIMD prefilter verifies more false hits
+    with more literals). Otherwise one search over the union (one rg or grep process, not one
+    per group), each line then given to the groups whose literals it holds; `meanwhile` first.
+    """
+    sets = [sorted(set(group)) for group in groups]
+    found = _automaton_groups(index, sets, begin, meanwhile)
+    if found is None:
+        if meanwhile is not None:
+            meanwhile()
+        found = _split_by_group(index, sets, begin)
+    numbers: dict[int, int] = {}
+    for start, number in sorted({line for lines in found for line in lines}, key=lambda line: line[0]):
+        if start in numbers:
+            continue
+        if number is None:
+            number = index.line_of(start)
+        else:
+            index.remember(start, number)
+        numbers[start] = number
+    return [[(start, numbers[start]) for start, _ in lines] for lines in found]
+
+
+def _automaton_groups(
+    index: LogIndex, sets: list[list[str]], begin: int, meanwhile: Callable[[], object] | None
+) -> list[list[tuple[int, int | None]]] | None:
+    """Each group's lines of a file's bytes by its automaton, searched in another thread while
+    `meanwhile` runs here (only the searches run there; the matches are read here after)."""
+    if not index.is_bytes or len(index) - begin < AUTOMATON_THRESHOLD:
+        return None
+    if any(_spans_lines(group) for group in sets):
+        return None
+    automata = [_automaton(tuple(group), True) if group else None for group in sets]
+    if any(a is None for a, group in zip(automata, sets, strict=True) if group):
+        return None
+    [(offset, piece)] = _pieces(index, begin)
+
+    def search() -> list[list[tuple[int, int, int]]]:
+        return [a.find_matches_as_indexes(piece) if a is not None else [] for a in automata]
+
+    return [_match_lines(index, offset, matches) for matches in _in_thread(search, meanwhile)]
+
+
+def _split_by_group(index: LogIndex, sets: list[list[str]], begin: int) -> list[list[tuple[int, int | None]]]:
+    """Each group's lines, from one search over the union of the groups' literals."""
+    union = sorted({literal for group in sets for literal in group})
+    found: list[list[tuple[int, int | None]]] = [[] for _ in sets]
+    if len(sets) == 1:
+        return [candidate_lines(index, union, begin)] if union else found
+    for start, number in candidate_lines(index, union, begin) if union else []:
+        mask = _line_mask(index, start, sets)
+        for bit, lines in enumerate(found):
+            if mask >> bit & 1:
+                lines.append((start, number))
+    return found
+
+
+def _in_thread(search: Callable[[], _T], meanwhile: Callable[[], object] | None) -> _T:
+    """`search()` in a thread while `meanwhile()` runs in this one; `search`'s result (or its
+    exception)."""
+    if meanwhile is None:
+        return search()
+    import threading
+
+    result: list[_T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(search())
+        except BaseException as error:  # re-raised in the caller's thread
+            failure.append(error)
+
+    worker = threading.Thread(target=run, name="vllm-log-lsp prefilter", daemon=True)
+    worker.start()
+    try:
+        meanwhile()
+    finally:
+        worker.join()
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
+def _line_mask(index: LogIndex, start: int, sets: list[list[str]]) -> int:
+    """The groups with a literal in the line starting at `start`, a line that holds a literal of
+    some group. The largest group is looked for last and, when every other one was looked for
+    and missed, taken without looking (the literal is one of its)."""
+    end = index.line_end_at(start)
+    order = sorted(range(len(sets)), key=lambda bit: len(sets[bit]))
+    mask = 0
+    for bit in order[:-1]:
+        if any(index.find(literal, start, end) >= 0 for literal in sets[bit]):
+            mask |= 1 << bit
+    last = order[-1]
+    if not mask or any(index.find(literal, start, end) >= 0 for literal in sets[last]):
+        mask |= 1 << last
+    return mask
+
+
+def _spans_lines(literals: Iterable[str]) -> bool:
+    return any("\n" in literal or "\r" in literal for literal in literals)
+
+
 #: From this many characters the in-process automaton beats one `find` per literal.
 AUTOMATON_THRESHOLD = 1 << 18
 #: Characters of an editor's text searched at a time (ahocorasick-rs keeps a UTF-8 copy of a str).
@@ -111,25 +229,33 @@ def _automaton(literals: tuple[str, ...], over_bytes: bool) -> Any:
 def automaton_scan(
     index: LogIndex, literals: list[str], begin: int = 0
 ) -> list[tuple[int, int | None]] | None:
-    """The lines holding a literal, by one Aho-Corasick pass; None without `ahocorasick-rs`.
-
-    Literals never span lines, so the automaton's non-overlapping matches hit every line that
-    holds one; each line is taken once.
-    """
-    if not literals or any("\n" in literal or "\r" in literal for literal in literals):
+    """The lines holding a literal, by one Aho-Corasick pass; None without `ahocorasick-rs`."""
+    if not literals or _spans_lines(literals):
         return None
     automaton = _automaton(tuple(literals), index.is_bytes)
     if automaton is None:
         return None
     found: list[tuple[int, int | None]] = []
-    line_end = -1
     for offset, piece in _pieces(index, begin):
-        for _, start, _ in automaton.find_matches_as_indexes(piece):
-            pos = offset + start
-            if pos < line_end:
-                continue  # another literal of a line already taken
-            found.append((index.line_start_at(pos), None))
-            line_end = index.line_end_at(pos)
+        found += _match_lines(index, offset, automaton.find_matches_as_indexes(piece))
+    return found
+
+
+def _match_lines(
+    index: LogIndex, offset: int, matches: list[tuple[int, int, int]]
+) -> list[tuple[int, int | None]]:
+    """(line start, None) of each line holding a match (at `offset` + its start).
+
+    Literals never span lines, so the automaton's non-overlapping matches hit every line that
+    holds one; each line is taken once."""
+    found: list[tuple[int, int | None]] = []
+    line_end = -1
+    for _, start, _ in matches:
+        pos = offset + start
+        if pos < line_end:
+            continue  # another literal of a line already taken
+        found.append((index.line_start_at(pos), None))
+        line_end = index.line_end_at(pos)
     return found
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .catalog import Catalog, Marker
 from .lines import parse_line
 from .model import ExceptionEvent, LogLine, Precursor, Symptom
-from .prefilter import candidate_lines
+from .prefilter import Numbered, candidate_lines_by_group
 from .records import dataclass, field, replace
 from .text import LogIndex
 from .tracebacks import TRACEBACK_HEADER, Traceback, read_traceback, standalone_exception
@@ -60,23 +60,34 @@ class Scan:
     cache: dict[object, object] = field(default_factory=dict, repr=False, compare=False)
 
 
-def scan_lines(index: LogIndex, catalog: Catalog, scan: Scan | None = None, begin: int = 0) -> Scan:
-    """Find and interpret candidate lines from offset `begin` on, adding to `scan`."""
+def scan_literals(catalog: Catalog) -> set[str]:
+    """The literals whose lines the scan reads (`scan_lines`' pre-filter)."""
     literals = set(_BASE_LITERALS)
     for kind in _SCANNED_KINDS:
         literals.update(m.literal for m in catalog.markers_of(kind))
-    candidates = candidate_lines(index, literals, begin)
-    for start, number in candidates:
-        if number is not None:
-            index.remember(start, number)
+    return literals
+
+
+def scan_lines(
+    index: LogIndex,
+    catalog: Catalog,
+    scan: Scan | None = None,
+    begin: int = 0,
+    candidates: Numbered | None = None,
+) -> Scan:
+    """Find and interpret candidate lines from offset `begin` on, adding to `scan`.
+
+    `candidates`: the pre-filter's lines of `scan_literals` from `begin` on, numbered, when the
+    caller searched already (`prefilter.candidate_lines_by_group`)."""
+    if candidates is None:
+        [candidates] = candidate_lines_by_group(index, [scan_literals(catalog)], begin)
     scan = scan or Scan()
     consumed = scan.consumed
     # Lines a traceback's reading parsed already (whole lines: the same text when within MAX_LINE).
     parsed: dict[int, LogLine] = {}
     exception_lines = scan.exception_lines
     markers = _MarkersByMessage(catalog)
-    for start, _ in candidates:
-        number = index.line_of(start)
+    for start, number in candidates:
         if number in consumed and number not in exception_lines:
             # A frame, code or caret line of a traceback already read (`raise X("…")` is code):
             # nothing to classify, and its record would only take memory.

@@ -153,12 +153,13 @@ def first_invalid_utf8(data: Buffer) -> int | None:
     """
     view = memoryview(data)
     offset = 0
+    known: list[bytes] = []  # the characters of the last chunk shown valid by counting
     try:
         while offset < len(view):
             # (At least a character's 4 bytes, so that a piece is never only part of one.)
             end = _character_boundary(view, offset, min(len(view), offset + max(_UTF8_CHUNK, 4)))
             piece = view[offset:end].tobytes()
-            if piece.isascii() or _valid_by_counting(piece):
+            if piece.isascii() or _valid_by_replacing(piece, known) or _valid_by_counting(piece, known):
                 offset = end
                 continue
             # Unless a continuation byte follows, the piece ends where a character does: a
@@ -202,7 +203,25 @@ def _sequence_length(lead: int) -> int:
     return 0
 
 
-def _valid_by_counting(piece: bytes) -> bool:
+def _valid_by_replacing(piece: bytes, characters: list[bytes]) -> bool:
+    """True when `piece` is valid UTF-8 because it is ASCII once every occurrence of these
+    (valid, non-ASCII) characters is replaced by an ASCII byte; False: not shown.
+
+    Why it holds: every non-ASCII byte left over would make the rest non-ASCII, so each lay in
+    an occurrence of one of them: a whole character. Replaced by an ASCII byte, not removed, an
+    occurrence cannot join the bytes around it into a character that was not there (`\\xc3`
+    `…` `\\xa9` must not read as `é`). One `replace` per character (the characters of the
+    previous chunk: a log repeats its few), where counting (`_valid_by_counting`) costs a
+    `translate` and a `count` per character.
+    """
+    for character in characters:
+        piece = piece.replace(character, b"?" * len(character))  # (same length: a faster replace)
+        if piece.isascii():
+            return True
+    return False
+
+
+def _valid_by_counting(piece: bytes, found: list[bytes] | None = None) -> bool:
     """True when `piece` is valid UTF-8 because its occurrences of a few distinct non-ASCII
     characters cover all of its non-ASCII bytes; False: not shown (decode it to know).
 
@@ -214,16 +233,20 @@ def _valid_by_counting(piece: bytes) -> bool:
     """
     high = piece.translate(None, _ASCII_BYTES)
     covered = 0
-    seen: set[bytes] = set()
+    seen: list[bytes] = []
     rest = high
     while rest and len(seen) < _MAX_COUNTED_CHARACTERS:
         character = rest[: _sequence_length(rest[0])]
         if not character or character in seen or not _is_one_character(character):
             return False
-        seen.add(character)
+        seen.append(character)
         covered += piece.count(character) * len(character)
         rest = rest.replace(character, b"")
-    return covered == len(high)
+    if covered != len(high):
+        return False
+    if found is not None:  # (for `_valid_by_replacing` on the next chunk)
+        found[:] = seen
+    return True
 
 
 def _is_one_character(candidate: bytes) -> bool:

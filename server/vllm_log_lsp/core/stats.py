@@ -30,7 +30,7 @@ from . import regexes
 from .lines import parse_line
 from .model import Span
 from .outline import run_boundaries
-from .prefilter import candidate_lines
+from .prefilter import Numbered, candidate_lines_by_group
 from .records import dataclass, field, replace
 from .text import LogIndex
 
@@ -132,16 +132,17 @@ class StatsScan:
         )
 
 
-def scan_stats(index: LogIndex, scan: StatsScan | None = None, begin: int = 0) -> StatsScan:
-    """Find and parse the stats and preemption lines from offset `begin` on, adding to `scan`."""
+def scan_stats(
+    index: LogIndex, scan: StatsScan | None = None, begin: int = 0, found: Numbered | None = None
+) -> StatsScan:
+    """Find and parse the stats and preemption lines from offset `begin` on, adding to `scan`
+    (`found`: the lines holding `LITERALS` from there, when the caller searched with the scan's)."""
     scan = scan or StatsScan()
     clock = _Clock()
     if scan.samples:
         clock.last = max((s.time for s in scan.samples if s.time is not None), default=None)
-    for start, number in candidate_lines(index, LITERALS, begin):
-        if number is not None:
-            index.remember(start, number)
-        line_no = index.line_of(start) if number is None else number
+    [found] = [found] if found is not None else candidate_lines_by_group(index, [LITERALS], begin)
+    for start, line_no in found:
         raw = index.slice(start, min(index.line_end_at(start), start + _MAX_LINE))
         _read_line(scan, clock, line_no, raw, start)
     return scan

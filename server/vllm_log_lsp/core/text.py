@@ -48,6 +48,9 @@ else:  # a name for annotations only
     Needle = object
 
 ESCAPE = "\x1b"
+_UNCHECKED = object()
+#: Bytes of a mapped file copied at a time to count its line breaks.
+_COUNT_BLOCK = 1 << 20
 _ANSI = regexes.compile(
     r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]"
     # A colour code whose ESC byte was lost in a copy (GitHub, a terminal paste) around vLLM's
@@ -228,6 +231,7 @@ class LogIndex:
         self.has_cr = has_cr
         self._has_escape: bool | None = None
         self.invalid_utf8_line: int | None = None  # first line seen with undecodable bytes
+        self._utf8_error: int | object | None = _UNCHECKED  # see `first_invalid_utf8`
         self._starts: array | None = None
         # Checkpoints (offset, line) learned while counting, for cheap incremental lookups.
         self._cp_offsets: list[int] = [0]
@@ -254,6 +258,15 @@ class LogIndex:
         if self._has_escape is None:
             self._has_escape = self.text.find(self._lit(ESCAPE)) >= 0
         return self._has_escape
+
+    def first_invalid_utf8(self) -> int | None:
+        """Offset of the first byte of a file's bytes that is not valid UTF-8, or None (always
+        None for an editor's text, decoded already); checked once (`source.first_invalid_utf8`)."""
+        if self._utf8_error is _UNCHECKED:
+            from .source import first_invalid_utf8  # (source reads files: it imports this module)
+
+            self._utf8_error = None if isinstance(self.text, str) else first_invalid_utf8(self.text)
+        return self._utf8_error  # type: ignore[return-value]
 
     # -- searching ----------------------------------------------------------------------------
     def _lit(self, literal: str) -> Needle:
@@ -353,11 +366,22 @@ class LogIndex:
         text = self.text
         # A `\\r\\n` split by `end` is counted below as a bare `\\r`: it is one break with the `\\n`.
         split_crlf = self.has_cr and start < end < len(text) and text[end - 1 : end + 1] == self._crlf
-        if isinstance(text, mmap.mmap):  # mmap has no count(): count a copy of the range
-            text, start, end = text[start:end], 0, end - start
+        if not isinstance(text, mmap.mmap):
+            return self._count(text, start, end) - split_crlf
+        # mmap has no count(): count copies of the range, a bounded block at a time (a `\\r\\n`
+        # split between two blocks is counted in both).
+        count = 0
+        for pos in range(start, end, _COUNT_BLOCK):
+            stop = min(end, pos + _COUNT_BLOCK)
+            count += self._count(text[pos:stop], 0, stop - pos)
+            if self.has_cr and stop < end and text[stop - 1 : stop + 1] == self._crlf:
+                count -= 1
+        return count - split_crlf
+
+    def _count(self, text: str | bytes, start: int, end: int) -> int:
         count = text.count(self._nl, start, end)
         if self.has_cr:
-            count += text.count(self._cr, start, end) - text.count(self._crlf, start, end) - split_crlf
+            count += text.count(self._cr, start, end) - text.count(self._crlf, start, end)
         return count
 
     def line_of(self, offset: int) -> int:
