@@ -171,7 +171,7 @@ def _in_thread(search: Callable[[], _T], meanwhile: Callable[[], object] | None)
         except BaseException as error:  # re-raised in the caller's thread
             failure.append(error)
 
-    worker = threading.Thread(target=run, name="vllm-log-lsp prefilter", daemon=True)
+    worker = threading.Thread(target=run, name="prefilter search", daemon=True)
     worker.start()
     try:
         meanwhile()
