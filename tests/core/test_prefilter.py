@@ -199,12 +199,17 @@ _GROUPS = [
     [["or: ", "x"], []],
     [["never here"], ["Err"]],
 ]
-_WAYS = ["automaton", "tool", "python"]
+_WAYS = ["file", "automaton", "tool", "python"]
 
 
 def _search_way(way: str, monkeypatch) -> None:
     """Make `candidate_lines_by_group` search one way (the automaton in a thread, one rg or grep
     process over the union, or `find`)."""
+    if way == "file":  # rg reading the file, when the index has its path (else the automaton)
+        tool("rg")
+        automaton_available()
+        monkeypatch.setattr(prefilter, "TOOL_THRESHOLD", 0)
+        monkeypatch.setattr(prefilter, "AUTOMATON_THRESHOLD", 0)
     if way == "automaton":
         automaton_available()
         monkeypatch.setattr(prefilter, "AUTOMATON_THRESHOLD", 0)
@@ -242,7 +247,8 @@ def test_one_search_gives_each_group_what_its_own_search_gives(
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if text else b""
         for source in (text, text.encode("utf-8"), mapped):
             for begin in (0, LogIndex(source).line_start(LogIndex(source).line_count // 2)):
-                found = prefilter.candidate_lines_by_group(LogIndex(source), groups, begin)
+                file = str(path) if way == "file" and not isinstance(source, str) else None
+                found = prefilter.candidate_lines_by_group(LogIndex(source, file), groups, begin)
                 assert found == _each_alone(source, groups, begin)
 
 
@@ -273,12 +279,43 @@ def test_one_search_splits_lines_by_group_for_any_literals(
 @pytest.mark.parametrize("way", _WAYS)
 def test_the_work_meanwhile_runs_once_whichever_way_searches(way: str, monkeypatch) -> None:
     _search_way(way, monkeypatch)
-    data = (CRASH / "007.log").read_bytes()
+    path = CRASH / "007.log"
+    data = path.read_bytes()
     calls = []
-    index = LogIndex(data)
-    found = prefilter.candidate_lines_by_group(index, [LITERALS], meanwhile=lambda: calls.append(1))
+    index = LogIndex(data, str(path))
+    groups = [LITERALS, ["INFO"], []]
+    found = prefilter.candidate_lines_by_group(index, groups, meanwhile=lambda: calls.append(1))
     assert calls == [1]
-    assert found == _each_alone(data, [LITERALS], 0)
+    assert found == _each_alone(data, groups, 0)
+
+
+def test_a_file_on_disk_is_read_and_numbered_by_rg_beside_the_work(tmp_path, monkeypatch) -> None:
+    """rg numbers the lines (the numbers come with them: the index counted none), and its
+    processes run while the work meanwhile does (the work sees them started)."""
+    tool("rg")
+    monkeypatch.setattr(prefilter, "TOOL_THRESHOLD", 0)
+    path = tmp_path / "log"
+    data = (CRASH / "011.log").read_bytes()
+    path.write_bytes(data)
+    index = LogIndex(data, str(path))
+    started = []
+    real_popen = __import__("subprocess").Popen
+
+    def popen(*args, **kwargs):
+        started.append(args[0][0])
+        return real_popen(*args, **kwargs)
+
+    monkeypatch.setattr("subprocess.Popen", popen)
+    counted = []
+    breaks = LogIndex._breaks
+    monkeypatch.setattr(LogIndex, "_breaks", lambda self, *span: counted.append(span) or breaks(self, *span))
+    seen_meanwhile = []
+    found = prefilter.candidate_lines_by_group(
+        index, [LITERALS, ["INFO"]], meanwhile=lambda: seen_meanwhile.append(len(started))
+    )
+    assert seen_meanwhile == [2]  # both processes started before the work ran
+    assert counted == []
+    assert found == _each_alone(data, [LITERALS, ["INFO"]], 0)
 
 
 def test_a_failed_search_fails_the_caller(monkeypatch) -> None:

@@ -13,7 +13,10 @@ of preference:
    piece at a time; the automaton next for a str;
 3. `grep -F`, where neither is there (the bundled VS Code server has no automaton);
 4. `str.find` per literal: small inputs, and everything else.
-All paths return the same lines (tested).
+All paths return the same lines (tested). The analysis searches with `candidate_lines_by_group`,
+which runs its other work (the UTF-8 check) beside the search: there a file on disk goes to rg
+first, one process per group of literals, as rg numbers the lines too and runs in a process of
+its own; the automaton comes next, in a thread.
 """
 
 from __future__ import annotations
@@ -97,17 +100,21 @@ def candidate_lines_by_group(
     (`LogIndex.line_of` over all the groups' lines in order: each line break before the last
     line found is counted once, and the numbers stay known to the index).
 
-    A file's bytes get one automaton pass per group, in another thread (the search releases the
-    GIL) while `meanwhile` runs in this one: per group, because a pass over the union of the
-    groups costs more than the passes it replaces (the SIMD prefilter verifies more false hits
-    with more literals). Otherwise one search over the union (one rg or grep process, not one
-    per group), each line then given to the groups whose literals it holds; `meanwhile` first.
+    `meanwhile` runs in this thread while the search runs beside it, where it can:
+    - a file on disk: one rg process per group, which read the file and number the lines
+      themselves (nothing is counted here);
+    - a file's bytes otherwise: one automaton pass per group in another thread (the search
+      releases the GIL). Per group, because one pass over the union costs more than the passes
+      it replaces (the SIMD prefilter verifies more false hits with more literals).
+    Otherwise `meanwhile` runs first, then one search over the union (one rg or grep process,
+    not one per group), each line given to the groups whose literals it holds.
     """
     sets = [sorted(set(group)) for group in groups]
-    found = _automaton_groups(index, sets, begin, meanwhile)
+    pending = [meanwhile] if meanwhile is not None else []
+    found = _file_tool_groups(index, sets, begin, pending) or _automaton_groups(index, sets, begin, pending)
+    for work in pending:  # (not run yet: no search ran beside it)
+        work()
     if found is None:
-        if meanwhile is not None:
-            meanwhile()
         found = _split_by_group(index, sets, begin)
     numbers: dict[int, int] = {}
     for start, number in sorted({line for lines in found for line in lines}, key=lambda line: line[0]):
@@ -121,11 +128,81 @@ def candidate_lines_by_group(
     return [[(start, numbers[start]) for start, _ in lines] for lines in found]
 
 
+def _file_tool_groups(
+    index: LogIndex, sets: list[list[str]], begin: int, pending: list[Callable[[], object]]
+) -> list[list[tuple[int, int | None]]] | None:
+    """Each group's lines of a file on disk, read by an rg process of its own (which numbers
+    them: nothing is counted here), the processes running while the `pending` work runs here
+    (taken off the list); None when rg is missing or fails, or the text is not a whole file."""
+    if index.path is None or begin or not index.is_bytes or index.has_cr or len(index) < TOOL_THRESHOLD:
+        return None
+    rg = search_tool(("rg",))
+    if rg is None:
+        return None
+    outputs = _run_tools(rg, [group for group in sets if group], index.path, pending)
+    if outputs is None:
+        return None
+    found: list[list[tuple[int, int | None]]] = []
+    for group in sets:
+        rows = _parse_rows(outputs.pop(0)) if group else []
+        if rows is None:
+            return None
+        found.append([(offset, line) for line, offset in rows])
+    return found
+
+
+def _run_tools(
+    tool: Tool, groups: list[list[str]], path: str, pending: list[Callable[[], object]]
+) -> list[bytes] | None:
+    """The output of one `tool` process per group of literals over the file at `path`, all
+    running (their output read by threads) while the `pending` work runs here; None if one
+    failed."""
+    import subprocess
+    import threading
+
+    outputs: list[bytes | None] = [None] * len(groups)
+    processes: list[subprocess.Popen] = []
+    readers: list[threading.Thread] = []
+
+    def read(slot: int, process: subprocess.Popen) -> None:
+        outputs[slot] = process.stdout.read() if process.stdout else b""
+
+    try:
+        try:
+            for slot, literals in enumerate(groups):
+                process = subprocess.Popen(
+                    _command(tool, literals, path),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    env={**os.environ, "LC_ALL": "C"},
+                )
+                processes.append(process)
+                readers.append(threading.Thread(target=read, args=(slot, process), daemon=True))
+                readers[-1].start()
+        finally:
+            while pending:
+                pending.pop()()
+            for reader in readers:
+                reader.join()
+        codes = [process.wait(timeout=_TOOL_TIMEOUT) for process in processes]
+    except (OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        for process in processes:
+            if process.stdout is not None:
+                process.stdout.close()
+    if len(processes) < len(groups) or any(code not in (0, 1) for code in codes):
+        return None  # (1: no line matched)
+    return [output or b"" for output in outputs]
+
+
 def _automaton_groups(
-    index: LogIndex, sets: list[list[str]], begin: int, meanwhile: Callable[[], object] | None
+    index: LogIndex, sets: list[list[str]], begin: int, pending: list[Callable[[], object]]
 ) -> list[list[tuple[int, int | None]]] | None:
     """Each group's lines of a file's bytes by its automaton, searched in another thread while
-    `meanwhile` runs here (only the searches run there; the matches are read here after)."""
+    the `pending` work runs here (only the searches run there; the matches are read here
+    after)."""
     if not index.is_bytes or len(index) - begin < AUTOMATON_THRESHOLD:
         return None
     if any(_spans_lines(group) for group in sets):
@@ -138,15 +215,16 @@ def _automaton_groups(
     def search() -> list[list[tuple[int, int, int]]]:
         return [a.find_matches_as_indexes(piece) if a is not None else [] for a in automata]
 
-    return [_match_lines(index, offset, matches) for matches in _in_thread(search, meanwhile)]
+    return [_match_lines(index, offset, matches) for matches in _in_thread(search, pending)]
 
 
 def _split_by_group(index: LogIndex, sets: list[list[str]], begin: int) -> list[list[tuple[int, int | None]]]:
     """Each group's lines, from one search over the union of the groups' literals."""
     union = sorted({literal for group in sets for literal in group})
     found: list[list[tuple[int, int | None]]] = [[] for _ in sets]
-    if len(sets) == 1:
-        return [candidate_lines(index, union, begin)] if union else found
+    if len(sets) == 1 or len(index) - begin < AUTOMATON_THRESHOLD:
+        # (Small: `find` per literal either way, and no line to split.)
+        return [candidate_lines(index, group, begin) if group else [] for group in sets]
     for start, number in candidate_lines(index, union, begin) if union else []:
         mask = _line_mask(index, start, sets)
         for bit, lines in enumerate(found):
@@ -155,10 +233,10 @@ def _split_by_group(index: LogIndex, sets: list[list[str]], begin: int) -> list[
     return found
 
 
-def _in_thread(search: Callable[[], _T], meanwhile: Callable[[], object] | None) -> _T:
-    """`search()` in a thread while `meanwhile()` runs in this one; `search`'s result (or its
-    exception)."""
-    if meanwhile is None:
+def _in_thread(search: Callable[[], _T], pending: list[Callable[[], object]]) -> _T:
+    """`search()` in a thread while the `pending` work runs in this one (taken off the list);
+    `search`'s result, or its exception."""
+    if not pending:
         return search()
     import threading
 
@@ -174,7 +252,8 @@ def _in_thread(search: Callable[[], _T], meanwhile: Callable[[], object] | None)
     worker = threading.Thread(target=run, name="prefilter search", daemon=True)
     worker.start()
     try:
-        meanwhile()
+        while pending:
+            pending.pop()()
     finally:
         worker.join()
     if failure:
@@ -363,17 +442,12 @@ def _tool_scan(
     first_line = index.line_of(begin) if begin else 0
     # In a str index, byte offsets become code-point offsets (free when the text is ASCII).
     convert = isinstance(text, str) and not text.isascii()
+    rows = _parse_rows(output)
+    if rows is None:
+        return None
     found: list[tuple[int, int | None]] = []
     byte_pos, pos = 0, begin
-    for row in output.split(b"\n"):
-        if not row:
-            continue
-        number, _, rest = row.partition(b":")
-        offset, _, _ = rest.partition(b":")
-        try:
-            line_no, byte_offset = int(number) - 1, int(offset)
-        except ValueError:
-            return None
+    for line_no, byte_offset in rows:
         if convert and segment is not None:  # (a str text is always piped as a segment)
             pos += len(segment[byte_pos:byte_offset].decode("utf-8", "replace"))
         else:
@@ -381,6 +455,22 @@ def _tool_scan(
         byte_pos = byte_offset
         found.append((pos, first_line + line_no))
     return found
+
+
+def _parse_rows(output: bytes) -> list[tuple[int, int]] | None:
+    """(0-based line number, byte offset) of each `LINE:BYTEOFFSET:text` row; None when a row
+    is not one."""
+    rows = []
+    for row in output.split(b"\n"):
+        if not row:
+            continue
+        number, _, rest = row.partition(b":")
+        offset, _, _ = rest.partition(b":")
+        try:
+            rows.append((int(number) - 1, int(offset)))
+        except ValueError:
+            return None
+    return rows
 
 
 def _rows_by_line(index: LogIndex, output: bytes, begin: int) -> list[tuple[int, int | None]] | None:
