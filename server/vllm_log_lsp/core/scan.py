@@ -7,6 +7,8 @@ the traceback be read forward, following one writer, and its lines are then skip
 
 from __future__ import annotations
 
+import bisect
+
 from .catalog import Catalog, Marker
 from .lines import parse_line
 from .model import ExceptionEvent, LogLine, Precursor, Symptom
@@ -87,20 +89,84 @@ def scan_lines(
     parsed: dict[int, LogLine] = {}
     exception_lines = scan.exception_lines
     markers = _MarkersByMessage(catalog)
+    restarts = _RunStartsAhead(index, catalog, candidates, begin)
     for start, number in candidates:
         if number in consumed and number not in exception_lines:
             # A frame, code or caret line of a traceback already read (`raise X("…")` is code):
             # nothing to classify, and its record would only take memory.
             parsed.pop(number, None)
             continue
-        end = index.line_end_at(start)
-        line = parsed.pop(number, None)
-        if line is None or end - start > MAX_LINE:
-            line = parse_line(number, index.slice(start, min(end, start + MAX_LINE)))
+        line = restarts.lines.pop(number, None)
+        if line is None:
+            line = _candidate(index, start, number, parsed)
         scan.lines[number] = line
         scan.offsets[number] = start
-        _classify_line(index, markers, scan, line, start, consumed, parsed)
+        _classify_line(index, markers, scan, line, start, consumed, parsed, restarts)
     return scan
+
+
+def _candidate(index: LogIndex, start: int, number: int, parsed: dict[int, LogLine]) -> LogLine:
+    """The candidate line at `start`, parsed (or taken from a traceback's reading)."""
+    end = index.line_end_at(start)
+    line = parsed.pop(number, None)
+    if line is None or end - start > MAX_LINE:
+        line = parse_line(number, index.slice(start, min(end, start + MAX_LINE)))
+    return line
+
+
+def _run_start(catalog: Catalog, line: LogLine) -> tuple[int, str] | None:
+    """(first line of the run, runtime prefix) when `line` marks that vLLM (re)started."""
+    for marker in catalog.markers_of("run_start"):
+        if marker.literal in line.text and marker.pattern.search(line.message):
+            # A restart marker ends one run: the next run starts on the following line.
+            return line.number + marker.offset, line.outer or ""
+    return None
+
+
+class _RunStartsAhead:
+    """The run starts among the candidate lines, found before any traceback is read.
+
+    A traceback is printed by a process of one run: when the service restarts, the process that
+    printed it has exited, so none of its lines follow the next run's start marker (of the same
+    runtime prefix). Its reader stops there instead of waiting for the writer's next line, which
+    for a writer with no identity of its own (raw unprefixed lines; `APIServer pid=1` in every
+    container) comes a run later. Found with one `find` per marker literal; the marker lines are
+    parsed once here and handed to the scan (`lines`).
+    """
+
+    def __init__(self, index: LogIndex, catalog: Catalog, candidates: Numbered, begin: int) -> None:
+        self.lines: dict[int, LogLine] = {}
+        starts: set[tuple[int, str]] = set()
+        for offset, number in self._marker_lines(index, catalog, candidates, begin):
+            line = self.lines[number] = _candidate(index, offset, number, {})
+            if (run_start := _run_start(catalog, line)) is not None:
+                starts.add(run_start)
+        self.starts = sorted(starts)
+        self.numbers = [number for number, _ in self.starts]
+
+    @staticmethod
+    def _marker_lines(
+        index: LogIndex, catalog: Catalog, candidates: Numbered, begin: int
+    ) -> list[tuple[int, int]]:
+        """(start, number) of the candidate lines holding a run-start marker's literal, in order."""
+        found: set[tuple[int, int]] = set()
+        for marker in catalog.markers_of("run_start"):
+            hit = index.find(marker.literal, begin)
+            while hit >= 0:
+                line_start = index.line_start_at(hit)
+                at = bisect.bisect_left(candidates, (line_start,))
+                if at < len(candidates) and candidates[at][0] == line_start:
+                    found.add(candidates[at])
+                hit = index.find(marker.literal, index.line_end_at(hit))
+        return sorted(found)
+
+    def next_after(self, line: LogLine) -> int | None:
+        """The first line of the next run after `line` of its runtime prefix (None: none)."""
+        outer = line.outer or ""
+        for number, other in self.starts[bisect.bisect_right(self.numbers, line.number) :]:
+            if other == outer or not other or not outer:
+                return number
+        return None
 
 
 # Distinct messages whose markers are remembered (per scan) before starting over.
@@ -162,13 +228,11 @@ def _classify_line(
     start: int,
     consumed: set[int],
     parsed: dict[int, LogLine],
+    restarts: _RunStartsAhead,
 ) -> None:
     message = line.message
-    for marker in markers.catalog.markers_of("run_start"):
-        if marker.literal in line.text and marker.pattern.search(message):
-            # A restart marker ends one run: the next run starts on the following line.
-            scan.run_starts.append((line.number + marker.offset, line.outer or ""))
-            break
+    if (run_start := _run_start(markers.catalog, line)) is not None:
+        scan.run_starts.append(run_start)
     symptom, inner, precursor = markers.of(message)
     if symptom is not None:
         span = line.message_span
@@ -193,7 +257,7 @@ def _classify_line(
     if message.rstrip().endswith(TRACEBACK_HEADER):
         for passed in [n for n in parsed if n < line.number]:
             del parsed[passed]  # lines behind the scan (of another writer, or no candidates)
-        tb = read_traceback(index, start, line, parsed, known=scan.lines)
+        tb = read_traceback(index, start, line, parsed, known=scan.lines, until=restarts.next_after(line))
         consumed.update(tb.lines)
         scan.exception_lines.update(e.line for e in tb.chain)
         scan.tracebacks.append(tb)

@@ -170,13 +170,15 @@ def read_traceback(
     first: LogLine,
     parsed: dict[int, LogLine] | None = None,
     known: Mapping[int, LogLine] | None = None,
+    until: int | None = None,
 ) -> Traceback:
     """Read the traceback whose header is `first` (a parsed line starting at `start_offset`).
 
     Each line after the header that it parses goes into `parsed` (by number), when given: the
     scan reads many of them again as candidates of its own (`ERROR … ` lines) and takes them
     from there instead of parsing them twice. `known`: lines parsed already (the scan's), taken
-    instead of parsing the lines before the header again when their text is the same.
+    instead of parsing the lines before the header again when their text is the same. `until`:
+    the first line of a later run of the writer's service; the traceback ends before it.
     """
     tb = Traceback(
         header_line=first.number,
@@ -196,7 +198,8 @@ def read_traceback(
     # Only lines that can be the writer's are read: other processes' lines in between are
     # skipped at C speed (see `LineWindow`).
     start = index.next_line_start(start_offset)
-    window = index.window(start, first.number + 1, _MAX_LINES, writer_literals(first))
+    limit = _MAX_LINES if until is None else min(_MAX_LINES, until - first.number - 1)
+    window = index.window(start, first.number + 1, limit, writer_literals(first))
     for number, raw in window:
         line = parse_line(number, raw)
         if parsed is not None:
