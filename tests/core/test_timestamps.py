@@ -70,6 +70,9 @@ def test_corpus_times_equal_the_plain_walk(path: Path, tmp_path: Path) -> None:
         for line in sorted(wanted, reverse=True):  # later lines first: the memo is then used
             assert times.at(line) == plain_timestamp(index, line), line
             assert timestamp_at(index, line) == times.at(line)
+        forward = Timestamps(index)  # earlier lines first: a query stops at the one above it
+        for line in sorted(wanted):
+            assert forward.at(line) == plain_timestamp(index, line), line
 
 
 PIECES = [
@@ -100,10 +103,21 @@ BREAKS = {"unix": ["\n"], "windows": ["\r\n"], "mixed": ["\n", "\r\n", "\r"]}
     invalid=st.booleans(),
     block=st.sampled_from([1, 7, 64, 1 << 13]),
     look_back=st.sampled_from([2, 5, LOOK_BACK_LINES]),
+    order=st.sampled_from(["backward", "forward", "shuffled"]),
+    data_=st.data(),
 )
 def test_generated_times_equal_the_plain_walk(
-    lines: list[tuple[str, int]], breaks: str, invalid: bool, block: int, look_back: int, tmp_path: Path
+    lines: list[tuple[str, int]],
+    breaks: str,
+    invalid: bool,
+    block: int,
+    look_back: int,
+    order: str,
+    data_: st.DataObject,
+    tmp_path: Path,
 ) -> None:
+    """In every order of queries: a query stops at an earlier one of the same writer above it
+    (forward), or at none (backward); either way the answer is the walk's."""
     kinds = BREAKS[breaks]
     data = "".join(text + kinds[k % len(kinds)] for text, k in lines).encode("utf-8")
     if invalid:
@@ -113,5 +127,10 @@ def test_generated_times_equal_the_plain_walk(
         patch.setattr(timestamps, "LOOK_BACK_LINES", look_back)
         for index in _indexes(data, tmp_path):
             times = Timestamps(index)
-            for line in reversed(range(index.line_count)):
+            queries = list(range(index.line_count))
+            if order == "backward":
+                queries.reverse()
+            elif order == "shuffled":
+                queries = data_.draw(st.permutations(queries))
+            for line in queries:
                 assert times.at(line) == plain_timestamp(index, line, look_back), line

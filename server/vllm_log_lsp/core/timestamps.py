@@ -9,8 +9,6 @@ a root cause is that of the nearest line above it written by the same process.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from . import regexes
 from .lines import parse_line
 from .nearby import lines_before
@@ -46,6 +44,15 @@ _READ = _VLLM_WITHIN + _RUNTIME_WITHIN
 _MAY_HOLD_TIME = regexes.compile(r"\d\d:\d\d:\d\d|\x1b|m\(")
 
 
+def _may_hold_time(text: str) -> bool:
+    """Whether the first `_READ` characters of `text` may hold a timestamp (see `_MAY_HOLD_TIME`).
+
+    The pattern has no literal prefix, so the engine tries it at every position. Every time of
+    day holds a `:`, colour codes or not, and a traceback's frame and code lines (most of a crash
+    log) seldom do: they are passed over first at `str.find`'s speed."""
+    return ":" in text and _MAY_HOLD_TIME.search(text, 0, _READ) is not None
+
+
 def timestamp_at(index: LogIndex, line: int) -> str | None:
     """The time of core line `line`: its own timestamp, else the nearest one above it on a line of
     the same writer (its process prefix), within `LOOK_BACK_LINES`; None when the log has none."""
@@ -55,11 +62,15 @@ def timestamp_at(index: LogIndex, line: int) -> str | None:
 class Timestamps:
     """`timestamp_at` for many lines of one index (a report's roots and symptoms): the lines
     above are read a block at a time (`nearby`), only those that may hold a time are parsed (the
-    lines of a traceback hold none), each once (one death's symptoms look above the same lines)."""
+    lines of a traceback hold none), each line is looked at once (one death's symptoms look above
+    the same lines), and a look-up stops at an earlier look-up of the same writer, whose answer
+    tells what lies above it (a restart loop's deaths look above each other)."""
 
     def __init__(self, index: LogIndex) -> None:
         self.index = index
         self._known: dict[int, tuple[str, str] | None] = {}  # line -> (its time, its writer)
+        # (line, writer) -> (line, time) of that writer's nearest timestamp above it, or None.
+        self._nearest: dict[tuple[int, str], tuple[int, str] | None] = {}
 
     def at(self, line: int) -> str | None:
         """The time of core line `line` (see `timestamp_at`)."""
@@ -70,18 +81,29 @@ class Timestamps:
         if own is not None:
             return own
         stream = parse_line(line, raw).stream
-        for number, text in self._timed_lines_above(start, line):
-            if number in self._known:
-                known = self._known[number]
-            else:
-                found = line_timestamp(text)
-                known = self._known[number] = (found, parse_line(number, text).stream) if found else None
-            if known is not None and known[1] == stream:
-                return known[0]
+        key = (line, stream)
+        if key not in self._nearest:
+            self._nearest[key] = self._nearest_above(start, line, stream)
+        nearest = self._nearest[key]
+        return nearest[1] if nearest is not None else None
+
+    def _nearest_above(self, start: int, line: int, stream: str) -> tuple[int, str] | None:
+        """(line, time) of `stream`'s nearest timestamp among the `LOOK_BACK_LINES` lines above
+        the one starting at `start` (numbered `line`), or None."""
+        lowest = line - LOOK_BACK_LINES
+        for number, text in lines_before(self.index, start, line, LOOK_BACK_LINES):
+            if (number, stream) in self._nearest:
+                # Looked up before: nothing of the writer's lies between, and the window above
+                # that line covers what is left of this one.
+                found = self._nearest[(number, stream)]
+                return found if found is not None and found[0] >= lowest else None
+            known = self._known.get(number, _UNSEEN)
+            if known is _UNSEEN:
+                time = line_timestamp(text) if _may_hold_time(text) else None
+                known = self._known[number] = (time, parse_line(number, text).stream) if time else None
+            if known is not None and known[1] == stream:  # type: ignore[index]
+                return number, known[0]  # type: ignore[index]
         return None
 
-    def _timed_lines_above(self, start: int, line: int) -> Iterator[tuple[int, str]]:
-        """(number, text) of the lines that may hold a time among the `LOOK_BACK_LINES` lines
-        above the one starting at `start` (numbered `line`), nearest first."""
-        above = lines_before(self.index, start, line, LOOK_BACK_LINES)
-        return ((n, text) for n, text in above if _MAY_HOLD_TIME.search(text, 0, _READ))
+
+_UNSEEN = object()
