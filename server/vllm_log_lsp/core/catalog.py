@@ -415,6 +415,8 @@ class RuleMatches:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self._texts: dict[str, _TextMatches] = {}
+        # `classify.classify`'s results by its inputs: a restart loop's deaths repeat them all.
+        self.classified: dict[tuple[object, ...], tuple[Rule | None, dict[str, str]]] = {}
 
     def matching(self, text: str) -> Iterator[tuple[Rule, Any]]:
         """(rule, first match of its `match` patterns) for every rule that finds `text`, in order."""

@@ -36,11 +36,30 @@ def classify(
     matches: RuleMatches | None = None,
 ) -> tuple[Rule | None, dict[str, str]]:
     """The first rule that matches, and its captures. `matches`: the analysis's remembered rule
-    matches (see `RuleMatches`), for a log of many deaths."""
+    matches (see `RuleMatches`), for a log of many deaths, and its remembered results: the
+    result depends on these inputs only, which each death of a restart loop repeats."""
+    if matches is None:
+        return _classify(catalog, root_text, chain, frames, window, phase, RuleMatches(catalog))
+    key = (root_text, tuple(chain), tuple(frames), tuple(window), phase)
+    if key not in matches.classified:
+        matches.classified[key] = _classify(catalog, root_text, chain, frames, window, phase, matches)
+    rule, captures = matches.classified[key]
+    return rule, dict(captures)
+
+
+def _classify(
+    catalog: Catalog,
+    root_text: str,
+    chain: list[str],
+    frames: list[str],
+    window: list[str],
+    phase: str,
+    matches: RuleMatches,
+) -> tuple[Rule | None, dict[str, str]]:
     window_blob = "\n".join(window)
     frames_blob = "\n".join(frames + chain)
     frame_items = frames + chain
-    for rule, found in (matches or RuleMatches(catalog)).matching(root_text):
+    for rule, found in matches.matching(root_text):
         if rule.phases and phase not in rule.phases:
             continue
         if (

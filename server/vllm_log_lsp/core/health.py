@@ -299,14 +299,15 @@ class _Contexts:
         # Flag values the run's death already prescribes: a health fix never contradicts them
         # (raising --gpu-memory-utilization for the KV cache of a run that died out of memory).
         self.prescribed: dict[int, dict[str, str | None]] = {}
+        firsts = [first for first, _ in bounds]  # the runs follow each other: one holds a line
         for finding in findings:
-            for run, (first, last) in enumerate(bounds):
-                if first <= finding.line <= last:
-                    self.known.setdefault(run, finding.context)
-                    values = self.prescribed.setdefault(run, {})
-                    for fix in finding.fixes:
-                        for op in fix.ops:
-                            values.setdefault(op.op.name, op.value)
+            run = bisect_right(firsts, finding.line) - 1
+            if run >= 0 and finding.line <= bounds[run][1]:
+                self.known.setdefault(run, finding.context)
+                values = self.prescribed.setdefault(run, {})
+                for fix in finding.fixes:
+                    for op in fix.ops:
+                        values.setdefault(op.op.name, op.value)
 
     def of(self, run: int) -> RunContext:
         if run not in self.known:
