@@ -87,6 +87,14 @@ PIECES = [
     "\x1b[1;36m(EngineCore_DP0 pid=7)\x1b[0;0m INFO 10-03 21:24:00 [core.py:2] colour",
     "[0;36m(APIServer pid=1)[0;0m ERROR 10-03 21:24:01 [x.py:3] lost escape",
     "svc-1  | INFO 10-03 21:25:00 [core.py:4] compose",
+    # Writers whose prefixes hold another's: `pid=1` in `pid=10`, a service in a longer one.
+    "(APIServer pid=10) INFO 10-03 21:22:58 [api.py:1] another process",
+    "svc-1  | (APIServer pid=1) ERROR 10-03 21:25:02 [api.py:2] compose and process",
+    "svc-12  | (APIServer pid=1) INFO 10-03 21:25:03 [api.py:2] another service",
+    "svc-1  | (APIServer pid=1) ValueError: raw, under compose",
+    # A colour code inside a prefix splits it in the raw text.
+    "\x1b[36m(APIServer \x1b[1mpid=1)\x1b[0m INFO 10-03 21:24:05 [x.py:6] split prefix",
+    "(APIServer pid=1) RuntimeError: under the split prefix",
     "(APIServer pid=1) INFO 10-03 21:\x1b[1m27:00 [x.py:5] a colour code inside the time",
     "é" * 30 + " 12:00:00 not a header",
     "x" * 300 + " INFO 10-03 21:26:00 [late.py:1] too far in",
@@ -134,3 +142,12 @@ def test_generated_times_equal_the_plain_walk(
                 queries = data_.draw(st.permutations(queries))
             for line in queries:
                 assert times.at(line) == plain_timestamp(index, line, look_back), line
+
+
+@pytest.mark.parametrize("above", PIECES)
+def test_every_line_above_every_other_gives_the_plain_walks_time(above: str) -> None:
+    """Each pair of lines: the lower one's time comes from the upper one exactly when the walk
+    says so (a writer's pieces, split by a colour code or held in another's prefix)."""
+    for below in PIECES:
+        index = LogIndex(f"{above}\n{below}\n")
+        assert Timestamps(index).at(1) == plain_timestamp(index, 1), below

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from . import regexes
 from .lines import parse_line
+from .model import LogLine
 from .nearby import lines_before
-from .text import LogIndex, strip_ansi
+from .text import ESCAPE, LogIndex, strip_ansi
+from .tracebacks import stream_literals
 
 #: A runtime's date and time at the start of a line (RFC 3339, ISO 8601 with a space, logging's
 #: comma), after at most a short prefix (a compose service column, a markdown quote).
@@ -60,15 +62,18 @@ def timestamp_at(index: LogIndex, line: int) -> str | None:
 
 
 class Timestamps:
-    """`timestamp_at` for many lines of one index (a report's roots and symptoms): the lines
-    above are read a block at a time (`nearby`), only those that may hold a time are parsed (the
-    lines of a traceback hold none), each line is looked at once (one death's symptoms look above
-    the same lines), and a look-up stops at an earlier look-up of the same writer, whose answer
-    tells what lies above it (a restart loop's deaths look above each other)."""
+    """`timestamp_at` for many lines of one index (a report's roots and symptoms), each line
+    looked at once for all look-ups (one death's symptoms look above the same lines): the lines
+    above are read a block at a time (`nearby`); those that lack a piece of text every line of
+    the writer holds (`stream_literals`) are passed over, the others read for a time only if they
+    may hold one (a traceback's lines hold none), and parsed for their writer only if they do. A
+    look-up stops at an earlier look-up of the same writer, whose answer tells what lies above
+    it (a restart loop's deaths look above each other)."""
 
     def __init__(self, index: LogIndex) -> None:
         self.index = index
-        self._known: dict[int, tuple[str, str] | None] = {}  # line -> (its time, its writer)
+        self._times: dict[int, str | None] = {}  # line -> its own time
+        self._writers: dict[int, str] = {}  # line -> its writer (stream), for timed lines
         # (line, writer) -> (line, time) of that writer's nearest timestamp above it, or None.
         self._nearest: dict[tuple[int, str], tuple[int, str] | None] = {}
 
@@ -80,16 +85,18 @@ class Timestamps:
         own = line_timestamp(raw)
         if own is not None:
             return own
-        stream = parse_line(line, raw).stream
-        key = (line, stream)
+        parsed = parse_line(line, raw)
+        key = (line, parsed.stream)
         if key not in self._nearest:
-            self._nearest[key] = self._nearest_above(start, line, stream)
+            self._nearest[key] = self._nearest_above(start, parsed)
         nearest = self._nearest[key]
         return nearest[1] if nearest is not None else None
 
-    def _nearest_above(self, start: int, line: int, stream: str) -> tuple[int, str] | None:
-        """(line, time) of `stream`'s nearest timestamp among the `LOOK_BACK_LINES` lines above
-        the one starting at `start` (numbered `line`), or None."""
+    def _nearest_above(self, start: int, first: LogLine) -> tuple[int, str] | None:
+        """(line, time) of the nearest timestamp of `first`'s writer among the `LOOK_BACK_LINES`
+        lines above it (`first` starts at `start`), or None."""
+        stream, line = first.stream, first.number
+        pieces = stream_literals(first)
         lowest = line - LOOK_BACK_LINES
         for number, text in lines_before(self.index, start, line, LOOK_BACK_LINES):
             if (number, stream) in self._nearest:
@@ -97,12 +104,18 @@ class Timestamps:
                 # that line covers what is left of this one.
                 found = self._nearest[(number, stream)]
                 return found if found is not None and found[0] >= lowest else None
-            known = self._known.get(number, _UNSEEN)
-            if known is _UNSEEN:
-                time = line_timestamp(text) if _may_hold_time(text) else None
-                known = self._known[number] = (time, parse_line(number, text).stream) if time else None
-            if known is not None and known[1] == stream:  # type: ignore[index]
-                return number, known[0]  # type: ignore[index]
+            if pieces and ESCAPE not in text and not all(piece in text for piece in pieces):
+                continue  # another writer's (a colour code may split a piece in the raw text)
+            time = self._times.get(number, _UNSEEN)
+            if time is _UNSEEN:
+                time = self._times[number] = line_timestamp(text) if _may_hold_time(text) else None
+            if time is None:
+                continue
+            writer = self._writers.get(number)
+            if writer is None:
+                writer = self._writers[number] = parse_line(number, text).stream
+            if writer == stream:
+                return number, time  # type: ignore[return-value]
         return None
 
 

@@ -150,9 +150,16 @@ def writer_literals(first: LogLine) -> tuple[str, ...]:
     (a runtime prefix, `rank0`, `raylet`): each is copied verbatim from the line. A writer with
     none of them (plain lines of an unprefixed log) has none.
     """
-    found: list[str] = []
-    if first.source:
-        found.append(first.source)
+    return _pieces(first, [first.source] if first.source else [])
+
+
+def stream_literals(line: LogLine) -> tuple[str, ...]:
+    """Pieces of text every line of `line`'s stream holds (barring colour codes), rarest first:
+    its writer's literals less the logger source (see `writer_literals`)."""
+    return _pieces(line, [])
+
+
+def _pieces(first: LogLine, found: list[str]) -> tuple[str, ...]:
     if first.process:
         # The digits as printed (`pid=07` is parsed as 7).
         printed = re.search(re.escape(first.process) + r" pid=\d+", first.text)
