@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vllm_log_lsp.core import tracebacks
 from vllm_log_lsp.core.catalog import builtin_catalog
 from vllm_log_lsp.core.lines import parse_line
 from vllm_log_lsp.core.scan import Scan, scan_lines
@@ -173,3 +174,43 @@ def test_reading_up_to_the_next_run_equals_reading_the_text_cut_there(
     assert _shape(bounded) == _shape(cut)
     assert not bounded.open
     assert all(n < until for n in parsed)  # nothing of the later run is even parsed
+
+
+# -- the reader's pre-tests = its patterns ----------------------------------------------------
+
+PIECES = [
+    "...",
+    "<12 lines>",
+    "[Previous line repeated 3 more times]",
+    "",
+    " ",
+    "\t",
+    "\u3000",
+    "\x1c",
+    "~",
+    "^",
+    ".",
+    "[",
+    "]",
+    "<",
+    ">",
+    "1",
+    "x",
+    " lines",
+    "Previous line repeated ",
+    " more times",
+    "The above exception was the direct cause of the following exception:",
+    "During handling of the above exception, another exception occurred:",
+]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=8))
+def test_the_readers_pre_tests_are_its_patterns(parts: list[str]) -> None:
+    message = "".join(parts)
+    stripped = message.strip()
+    if not stripped:
+        return
+    carets = bool(tracebacks._CARETS.match(message) or tracebacks._ELISION.match(message))
+    assert tracebacks.is_caret_or_elision(message, stripped) == carets
+    assert tracebacks.is_chain_line(message, stripped) == bool(tracebacks._CHAIN.match(message))

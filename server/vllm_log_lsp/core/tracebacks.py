@@ -138,6 +138,22 @@ def looks_like_exception(message: str) -> re.Match[str] | None:
     return match
 
 
+def is_caret_or_elision(message: str, stripped: str) -> bool:
+    """Whether a traceback line (`stripped`: its message stripped, not empty) shows carets or an
+    elision. Their patterns have no literal prefix; the first character they allow after white
+    space is tested first, so a code line (most of a traceback) costs no pattern run."""
+    lead = stripped[0]
+    return bool((lead in "~^" and _CARETS.match(message)) or (lead in ".[" and _ELISION.match(message)))
+
+
+_CHAIN_STARTS = ("The above exception", "During handling")  # how `_CHAIN`'s lines start, stripped
+
+
+def is_chain_line(message: str, stripped: str) -> bool:
+    """Whether a line joins two exceptions of a chain (`The above exception was …`)."""
+    return stripped.startswith(_CHAIN_STARTS) and _CHAIN.match(message) is not None
+
+
 def _same_writer(line: LogLine, first: LogLine) -> bool:
     return line.stream == first.stream and line.source == first.source
 
@@ -251,18 +267,20 @@ class _ChainReader:
         if frame:
             self._take_frame(line, frame)
             return True
-        if _CARETS.match(message) or _ELISION.match(message):
+        if is_caret_or_elision(message, stripped):
             self.tb.lines.append(line.number)
             return True
         indented = message[:1].isspace()
         # Code under a frame is indented; in a paste that lost its indentation, the first line
         # after a frame is still code unless it reads like the exception.
-        if self.state == "code" and (indented or (not self.code_taken and not looks_like_exception(message))):
+        match = None if indented or self.state != "code" or self.code_taken else looks_like_exception(message)
+        if self.state == "code" and (indented or (not self.code_taken and not match)):
             self.code_taken = True
             self.context.append(intern(stripped))
             self.tb.lines.append(line.number)
             return True
-        match = looks_like_exception(message)
+        if match is None:
+            match = looks_like_exception(message)
         if match and (self.frames or self.tb.chain or self.state == "code"):
             self._start_exception(line, match)
             return True
@@ -303,7 +321,7 @@ class _ChainReader:
         self.state = "exception"
 
     def _after_exception(self, line: LogLine, message: str, stripped: str) -> bool:
-        if _CHAIN.match(message):
+        if is_chain_line(message, stripped):
             self._close_exception()
             self.tb.lines.append(line.number)
             self.state = "between"
