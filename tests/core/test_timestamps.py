@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support import CRASH, CRASH2, CRASH3, healthy_logs
-from vllm_log_lsp.core import nearby, timestamps
+from vllm_log_lsp.core import timestamps
 from vllm_log_lsp.core.analyze import analyze
 from vllm_log_lsp.core.lines import parse_line
 from vllm_log_lsp.core.text import LogIndex
@@ -131,7 +131,7 @@ def test_generated_times_equal_the_plain_walk(
     if invalid:
         data = data.replace(b"ValueError", b"Value\xe2\x82Error")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(nearby, "BLOCK", block)
+        patch.setattr(LogIndex, "_BLOCK", block)
         patch.setattr(timestamps, "LOOK_BACK_LINES", look_back)
         for index in _indexes(data, tmp_path):
             times = Timestamps(index)

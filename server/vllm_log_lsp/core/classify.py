@@ -15,7 +15,6 @@ from . import origins
 from .catalog import Catalog, Rule, RuleMatches, fill_placeholders
 from .incidents import Incident
 from .model import ExceptionEvent, Finding, Frame, ResolvedFix, RunContext, Symptom
-from .nearby import lines_before, lines_from
 from .phase import death_phase
 from .scan import Candidate, Scan
 from .text import LogIndex
@@ -136,9 +135,9 @@ def _frames_text(cand: Candidate) -> list[str]:
 def _window_text(index: LogIndex, root_offset: int, root_line: int, run: tuple[int, int]) -> list[str]:
     """The lines around the root cause, within its run (not the previous run's death)."""
     lo, hi = run
-    lines = [t for n, t in lines_before(index, root_offset, root_line, _CONTEXT_RADIUS) if n >= lo]
+    lines = [t for n, t in index.iter_lines_back(root_offset, root_line, _CONTEXT_RADIUS) if n >= lo]
     lines.reverse()
-    lines.extend(t for n, t in lines_from(index, root_offset, root_line, _CONTEXT_RADIUS) if n < hi)
+    lines.extend(t for n, t in index.iter_lines_from(root_offset, root_line, _CONTEXT_RADIUS) if n < hi)
     return [line[:2000] for line in lines]
 
 

@@ -620,8 +620,21 @@ class LogIndex:
             return len(self.text)
         return self._after_break(end)
 
+    #: Walks of up to this many lines step line by line (a traceback's preamble); longer ones (a
+    #: root's context window, the lines above it that carry its time) read a block of text at a
+    #: time: one decode and split in C where a step takes a search, a slice and a decode per line.
+    _STEP_LINES = 8
+    #: How much text a block read takes at a time (doubled while a block holds no whole line).
+    _BLOCK = 1 << 13
+
     def iter_lines_from(self, start: int, line: int, limit: int) -> Iterator[tuple[int, str]]:
-        """Yield (line number, text) from the line starting at `start` (numbered `line`)."""
+        """Yield (line number, text) of up to `limit` lines from the line starting at `start`
+        (numbered `line`)."""
+        if limit > self._STEP_LINES and not self.has_cr:  # (a bare `\r` breaks lines too)
+            return self._blocks_from(start, line, limit)
+        return self._steps_from(start, line, limit)
+
+    def _steps_from(self, start: int, line: int, limit: int) -> Iterator[tuple[int, str]]:
         n = len(self.text)
         for _ in range(limit):
             if start > n:
@@ -633,13 +646,38 @@ class LogIndex:
             start = self._after_break(end)
             line += 1
 
+    def _blocks_from(self, start: int, line: int, limit: int) -> Iterator[tuple[int, str]]:
+        n, block = len(self.text), self._BLOCK
+        while limit > 0 and start <= n:
+            hi = min(n, start + block)
+            if hi < n:  # the block ends at a line end
+                last_break = self.rfind("\n", start, hi)
+                if last_break < 0:
+                    block *= 2
+                    continue
+                hi = last_break
+            texts = self.slice(start, hi).split("\n")[:limit]
+            for text in texts:
+                yield line, text
+                line += 1
+            limit -= len(texts)
+            if hi >= n:
+                return
+            start = hi + 1
+
     def window(self, start: int, line: int, limit: int, literals: Sequence[str] = ()) -> LineWindow:
         """The `limit` lines from the line starting at `start` (numbered `line`); with `literals`,
         only those that may hold them all (see `LineWindow`)."""
         return LineWindow(self, start, line, limit, tuple(literals))
 
     def iter_lines_back(self, start: int, line: int, limit: int) -> Iterator[tuple[int, str]]:
-        """Yield (line number, text) for the lines before the one starting at `start`."""
+        """Yield (line number, text) of up to `limit` lines before the one starting at `start`
+        (numbered `line`), nearest first."""
+        if limit > self._STEP_LINES and not self.has_cr:
+            return self._blocks_back(start, line, limit)
+        return self._steps_back(start, line, limit)
+
+    def _steps_back(self, start: int, line: int, limit: int) -> Iterator[tuple[int, str]]:
         text = self.text
         for _ in range(limit):
             if start <= 0:
@@ -651,6 +689,23 @@ class LogIndex:
             line -= 1
             yield line, self.slice(prev, end)
             start = prev
+
+    def _blocks_back(self, start: int, line: int, limit: int) -> Iterator[tuple[int, str]]:
+        end, block = start - 1, self._BLOCK  # `end`: the line break that ends the line above
+        while limit > 0 and end >= 0:
+            lo = max(0, end - block)
+            if lo > 0:  # the block starts at a line start
+                first_break = self.find("\n", lo, end)
+                if first_break < 0:
+                    block *= 2
+                    continue
+                lo = first_break + 1
+            texts = self.slice(lo, end).split("\n")[-limit:]
+            for text in reversed(texts):
+                line -= 1
+                yield line, text
+            limit -= len(texts)
+            end = lo - 1
 
 
 class LineWindow:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from . import regexes
 from .lines import parse_line
 from .model import LogLine
-from .nearby import lines_before
 from .text import ESCAPE, LogIndex, strip_ansi
 from .tracebacks import stream_literals
 
@@ -64,7 +63,7 @@ def timestamp_at(index: LogIndex, line: int) -> str | None:
 class Timestamps:
     """`timestamp_at` for many lines of one index (a report's roots and symptoms), each line
     looked at once for all look-ups (one death's symptoms look above the same lines): the lines
-    above are read a block at a time (`nearby`); those that lack a piece of text every line of
+    above are read a block at a time (`LogIndex.iter_lines_back`); those that lack a piece of text every line of
     the writer holds (`stream_literals`) are passed over, the others read for a time only if they
     may hold one (a traceback's lines hold none), and parsed for their writer only if they do. A
     look-up stops at an earlier look-up of the same writer, whose answer tells what lies above
@@ -98,7 +97,7 @@ class Timestamps:
         stream, line = first.stream, first.number
         pieces = stream_literals(first)
         lowest = line - LOOK_BACK_LINES
-        for number, text in lines_before(self.index, start, line, LOOK_BACK_LINES):
+        for number, text in self.index.iter_lines_back(start, line, LOOK_BACK_LINES):
             if (number, stream) in self._nearest:
                 # Looked up before: nothing of the writer's lies between, and the window above
                 # that line covers what is left of this one.
