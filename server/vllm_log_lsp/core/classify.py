@@ -37,23 +37,21 @@ def classify(
     """The first rule that matches, and its captures. `matches`: the analysis's remembered rule
     matches (see `RuleMatches`), for a log of many deaths, and its remembered results: the
     result depends on these inputs only, which each death of a restart loop repeats."""
-    if matches is None:
-        return _classify(catalog, root_text, chain, frames, window, phase, RuleMatches(catalog))
+    memo = matches if matches is not None else RuleMatches(catalog)
     key = (root_text, tuple(chain), tuple(frames), tuple(window), phase)
-    if key not in matches.classified:
-        matches.classified[key] = _classify(catalog, root_text, chain, frames, window, phase, matches)
-    rule, captures = matches.classified[key]
+    if key not in memo.classified:
+        memo.classified[key] = _first_rule(memo, *key)
+    rule, captures = memo.classified[key]
     return rule, dict(captures)
 
 
-def _classify(
-    catalog: Catalog,
-    root_text: str,
-    chain: list[str],
-    frames: list[str],
-    window: list[str],
-    phase: str,
+def _first_rule(
     matches: RuleMatches,
+    root_text: str,
+    chain: tuple[str, ...],
+    frames: tuple[str, ...],
+    window: tuple[str, ...],
+    phase: str,
 ) -> tuple[Rule | None, dict[str, str]]:
     window_blob = "\n".join(window)
     frames_blob = "\n".join(frames + chain)
