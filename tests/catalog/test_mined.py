@@ -16,6 +16,7 @@ from vllm_log_lsp.core.mined import (
     MessageIndex,
     MessageMatch,
     Template,
+    best_match,
     encode_index,
     match_parts,
     message_index,
@@ -311,13 +312,7 @@ def _match_building_every_template(index: MessageIndex, type_name: str, message:
             captures = template.match(text)
             if captures is not None:
                 found.append(((False, template.kind == short_type), MessageMatch(template, captures)))
-    if not found:
-        return None
-    top = max(rank for rank, _ in found)
-    candidates = [m for rank, m in found if rank == top]
-    longest = max(m.template.literal_length for m in candidates)
-    close = [m for m in candidates if m.template.literal_length * 10 >= longest * 9]
-    return max(close, key=lambda m: (True, m.template.literal_length, m.template.text))
+    return best_match(found)  # (the ranking is shared: what differs is which templates are built)
 
 
 def test_matching_builds_templates_for_matches_only_and_finds_the_same() -> None:

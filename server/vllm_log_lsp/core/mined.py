@@ -349,20 +349,25 @@ class MessageIndex:
                     template = self._template(raw)
                     in_frames = any(path.endswith(site.module) for site in template.sites for path in frames)
                     found.append(((in_frames, template.kind == short_type), MessageMatch(template, captures)))
-        if not found:
-            return None
-        top = max(rank for rank, _ in found)
-        candidates = [m for rank, m in found if rank == top]
-        longest = max(m.template.literal_length for m in candidates)
-        close = [m for m in candidates if m.template.literal_length * 10 >= longest * 9]
-        return max(
-            close,
-            key=lambda m: (
-                not m.template.cannot_be_from(version),
-                m.template.literal_length,
-                m.template.text,
-            ),
-        )
+        return best_match(found, version)
+
+
+def best_match(
+    found: list[tuple[tuple[bool, bool], MessageMatch]], version: Version | None = None
+) -> MessageMatch | None:
+    """Of the matches `found` with their rank (raised in a frame's module, raised as the type),
+    the one `MessageIndex.match` gives: the best ranked, then the most literal text, where those
+    within a tenth of that length go to one that vLLM `version` can have raised."""
+    if not found:
+        return None
+    top = max(rank for rank, _ in found)
+    candidates = [m for rank, m in found if rank == top]
+    longest = max(m.template.literal_length for m in candidates)
+    close = [m for m in candidates if m.template.literal_length * 10 >= longest * 9]
+    return max(
+        close,
+        key=lambda m: (not m.template.cannot_be_from(version), m.template.literal_length, m.template.text),
+    )
 
 
 _INDEX: MessageIndex | None = None

@@ -340,13 +340,8 @@ class LogIndex:
         self.text = text
         if len(text) == old_length:
             return
-        # The old last line may go on in the appended part; a `\r` that ended the old text may
-        # be half of a `\r\n`: count again from the line before it.
         if self._dense:
-            line = self._line_total - 1
-            if line > 0 and text[old_length - 1 : old_length] == self._cr:
-                line -= 1
-            resume = self.line_start(line)
+            line, resume = self._resume_after(old_length)
         else:
             resume = self.line_start_at(max(0, self.line_start_at(old_length) - 1))
         self.has_cr = self.has_cr or text.find(self._cr, resume) >= 0
@@ -462,13 +457,8 @@ class LogIndex:
             index = cls(text if growing is None else growing, path)
             index._checkpoint_from(0, 0)
             return index
-        # Keep every checkpoint before the old last line (its end may have moved) and count on
-        # from its start; from the line before when the old text ended in `\r` (an appended `\n`
-        # joins it).
-        line = previous._line_total - 1
-        if line > 0 and previous.text[len(previous.text) - 1 :] == previous._cr:
-            line -= 1
-        resume = previous.line_start(line)
+        # Keep every checkpoint before the old last line (its end may have moved), count on from it.
+        line, resume = previous._resume_after(len(previous.text))
         # What the old text held, it still holds: only the appended part is searched.
         cr = previous.has_cr or text.find(previous._cr, resume) >= 0
         index = cls(text if growing is None else growing, path, has_cr=cr)
@@ -477,6 +467,15 @@ class LogIndex:
         index.adopt_checkpoints(previous, resume)
         index._checkpoint_from(resume, line)
         return index
+
+    def _resume_after(self, old_length: int) -> tuple[int, int]:
+        """(number, start) of the line of a dense index from which an append to its first
+        `old_length` units is counted again: the old last line (it may go on in the appended
+        part), or the one before it when the old text ended in `\r` (an appended `\n` joins it)."""
+        line = self._line_total - 1
+        if line > 0 and self.text[old_length - 1 : old_length] == self._cr:
+            line -= 1
+        return line, self.line_start(line)
 
     #: Units between two checkpoints of a dense index (`following`), at most ...
     _DENSE_BLOCK = 1 << 13
