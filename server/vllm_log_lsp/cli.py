@@ -42,6 +42,7 @@ from .report.json_report import (
     report_json,
     shown_name,
 )
+from .report.jsontext import dumps_indented  # json.dumps(indent=2)'s text, at C speed
 from .report.text import Style, render_text, summary_table
 
 # `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
@@ -184,11 +185,11 @@ def _file_output(form: str, outcome: FileOutcome) -> str:
 def _batch_output(form: str, entries: list[dict], catalog: Catalog, style: Style) -> str:
     """What ends the output: the whole JSON or SARIF document, or a batch's summary table."""
     if form == "json":
-        return json.dumps(report_json(entries), indent=2) + "\n"
+        return dumps_indented(report_json(entries)) + "\n"
     if form == "sarif":
         from .report.sarif import sarif_log
 
-        return json.dumps(sarif_log(entries, catalog), indent=2) + "\n"
+        return dumps_indented(sarif_log(entries, catalog)) + "\n"
     return "\n" + summary_table(entries, style) + "\n" if len(entries) > 1 else ""
 
 
