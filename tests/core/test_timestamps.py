@@ -132,6 +132,7 @@ def test_generated_times_equal_the_plain_walk(
         data = data.replace(b"ValueError", b"Value\xe2\x82Error")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(LogIndex, "_BLOCK", block)
+        patch.setattr(timestamps, "_BLOCK", block)
         patch.setattr(timestamps, "LOOK_BACK_LINES", look_back)
         for index in _indexes(data, tmp_path):
             times = Timestamps(index)
@@ -151,3 +152,40 @@ def test_every_line_above_every_other_gives_the_plain_walks_time(above: str) -> 
     for below in PIECES:
         index = LogIndex(f"{above}\n{below}\n")
         assert Timestamps(index).at(1) == plain_timestamp(index, 1), below
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lines=st.lists(st.tuples(st.sampled_from(PIECES), st.integers(0, 2)), min_size=1, max_size=40),
+    breaks=st.sampled_from(sorted(BREAKS)),
+    block=st.sampled_from([1, 7, 64, 1 << 13]),
+    limit=st.integers(0, 45),
+    needles=st.lists(
+        st.sampled_from(["pid=1", "APIServer pid=1", ":", "\x1b", "svc-1", "é", "x"]), min_size=1, max_size=3
+    ),
+    data_=st.data(),
+)
+def test_lines_holding_a_needle_are_those_of_the_walk(
+    lines: list[tuple[str, int]],
+    breaks: str,
+    block: int,
+    limit: int,
+    needles: list[str],
+    data_: st.DataObject,
+    tmp_path: Path,
+) -> None:
+    """The search backwards for the lines that may answer yields, numbered and in order, exactly
+    the lines of the plain walk above that hold one of the needles (across blocks shorter than a
+    line, at the window's edge, at the start of the text)."""
+    kinds = BREAKS[breaks]
+    data = "".join(text + kinds[k % len(kinds)] for text, k in lines).encode("utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(timestamps, "_BLOCK", block)
+        for index in _indexes(data, tmp_path):
+            line = data_.draw(st.integers(0, index.line_count - 1))
+            start = index.line_start(line)
+            walk = [
+                (n, t) for n, t in index.iter_lines_back(start, line, limit) if any(x in t for x in needles)
+            ]
+            found = list(Timestamps(index)._lines_back_holding(start, line, limit, tuple(needles)))
+            assert found == walk

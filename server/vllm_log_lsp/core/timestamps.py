@@ -9,6 +9,8 @@ a root cause is that of the nearest line above it written by the same process.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from . import regexes
 from .lines import parse_line
 from .model import LogLine
@@ -97,7 +99,10 @@ class Timestamps:
         stream, line = first.stream, first.number
         pieces = stream_literals(first)
         lowest = line - LOOK_BACK_LINES
-        for number, text in self.index.iter_lines_back(start, line, LOOK_BACK_LINES):
+        # A line can answer only if it holds the writer's rarest piece (or a colour code that
+        # may split it) and a `:` (every time of day holds one): only those lines are read.
+        needles = (pieces[0] if pieces else ":", *((ESCAPE,) if self.index.has_escape else ()))
+        for number, text in self._lines_back_holding(start, line, LOOK_BACK_LINES, needles):
             if (number, stream) in self._nearest:
                 # Looked up before: nothing of the writer's lies between, and the window above
                 # that line covers what is left of this one.
@@ -117,5 +122,44 @@ class Timestamps:
                 return number, time  # type: ignore[return-value]
         return None
 
+    def _lines_back_holding(
+        self, start: int, line: int, limit: int, needles: tuple[str, ...]
+    ) -> Iterator[tuple[int, str]]:
+        """What `LogIndex.iter_lines_back(start, line, limit)` yields, less the lines that hold
+        none of `needles`: the text above is decoded a block at a time and searched backwards
+        for the needles at C speed, each hit's line numbered by counting the breaks passed. A
+        text with a bare `\r` (which breaks lines too) is walked."""
+        index = self.index
+        if index.has_cr:
+            for number, text in index.iter_lines_back(start, line, limit):
+                if any(needle in text for needle in needles):
+                    yield number, text
+            return
+        lowest = line - limit  # the first line of the window
+        end = start - 1  # the line break that ends the line above
+        while end >= 0 and line > lowest:
+            lo = index.line_start_at(max(0, end - _BLOCK))  # (whole lines, at least one)
+            chunk = index.slice(lo, end)
+            # Backwards through `chunk`: `tail` ends the part not searched yet, and `after` is
+            # the number of the line that follows it.
+            tail, after = len(chunk), line
+            while tail >= 0:
+                hit = max(chunk.rfind(needle, 0, tail) for needle in needles)
+                if hit < 0:
+                    break
+                line_end = chunk.find("\n", hit, tail)
+                if line_end < 0:
+                    line_end = tail
+                after -= chunk.count("\n", line_end, tail) + 1  # now the hit's line number
+                if after < lowest:
+                    return
+                line_start = chunk.rfind("\n", 0, hit) + 1
+                yield after, chunk[line_start:line_end]
+                tail = line_start - 1  # (the break before it; -1: the chunk's first line)
+            line -= chunk.count("\n") + 1
+            end = lo - 1
 
+
+#: How much text `_lines_back_holding` decodes at a time (to the start of the line it cuts).
+_BLOCK = 1 << 13
 _UNSEEN = object()
