@@ -13,7 +13,7 @@ import bisect
 import re
 
 from . import catalog as catalog_mod
-from .catalog import Catalog, Marker
+from .catalog import Catalog, Marker, Pattern
 from .lines import parse_line
 from .model import Confidence, Considered, ExceptionEvent, LogLine, Precursor, Symptom
 from .records import dataclass, field, replace
@@ -302,12 +302,17 @@ def _uncaught_tracebacks(scan: Scan) -> list[tuple[Symptom, Marker, LogLine]]:
     return found
 
 
-def _is_wrapper(catalog: Catalog, text: str) -> bool:
-    for kind in ("symptom", "wrapper"):
-        for marker in catalog.markers_of(kind):
-            if (kind == "wrapper" or marker.wrapper) and marker.pattern.search(text):
-                return True
-    return False
+def wrapper_patterns(catalog: Catalog) -> tuple[tuple[str, Pattern], ...]:
+    """The patterns of an exception text that wraps another (the symptoms marked `wrapper`, then
+    the wrapper markers), in the catalog's order, each with the text every match of it holds
+    (`Pattern.required`): most texts lack them all, and are passed over at `in`'s speed."""
+    markers = [m for m in catalog.markers_of("symptom") if m.wrapper] + catalog.markers_of("wrapper")
+    return tuple((m.pattern.required, m.pattern) for m in markers)
+
+
+def _is_wrapper(wrappers: tuple[tuple[str, Pattern], ...], text: str) -> bool:
+    """Whether one of `wrappers` (see `wrapper_patterns`) finds `text`."""
+    return any(required in text and pattern.search(text) for required, pattern in wrappers)
 
 
 def _decoy_reason(catalog: Catalog, cand: Candidate, first_death: int) -> str:
@@ -409,11 +414,12 @@ def unwrap_candidates(catalog: Catalog, scan: Scan) -> list[Candidate]:
     """Every candidate with wrappers recognised (once per analysis, not once per incident), each
     distinct text once (a restart loop prints the same wrappers in every run)."""
     wrapping: dict[str, tuple[int, str | None] | None] = {}
+    wrappers = wrapper_patterns(catalog)
     unwrapped = []
     for cand in scan.events:
         text = cand.event.text
         if cand.tier == 0 and text not in wrapping:
-            wrapping[text] = _wrapping(catalog, text)
+            wrapping[text] = _wrapping(catalog, wrappers, text)
         how = wrapping[text] if cand.tier == 0 else None
         if how is None:
             unwrapped.append(cand)
@@ -831,11 +837,13 @@ def _death_end(scan: Scan, incident: Incident) -> int:
     return end
 
 
-def _wrapping(catalog: Catalog, text: str) -> tuple[int, str | None] | None:
+def _wrapping(
+    catalog: Catalog, wrappers: tuple[tuple[str, Pattern], ...], text: str
+) -> tuple[int, str | None] | None:
     """How an exception of `text` wraps another: (1, the original message it carries), which
     stands in for the original when that was not printed; (9, None): it only wraps, and is not
     a cause. None: it wraps nothing."""
-    if not _is_wrapper(catalog, text):
+    if not _is_wrapper(wrappers, text):
         return None
     for marker in catalog.markers_of("symptom"):
         found = marker.pattern.search(text)
