@@ -23,8 +23,8 @@ Only lines holding one of `LITERALS` are read (the literal pre-filter: one rg/gr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Callable, Sequence
+from datetime import date
 
 from . import regexes
 from .lines import parse_line
@@ -33,6 +33,13 @@ from .outline import run_boundaries
 from .prefilter import Numbered, candidate_lines_by_group
 from .records import dataclass, field, replace
 from .text import LogIndex
+
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    _T = TypeVar("_T")
 
 STATS_LITERAL = "Avg prompt throughput: "
 PREEMPTION_LITERAL = "is preempted by "
@@ -182,13 +189,11 @@ def _sample(
     head = _HEAD.search(message)
     if head is None:
         return None
-    fields = head.groupdict()
-    values: dict[str, str] = {}
-    for part in message[head.end() :].split(", "):
-        found = _PART.match(part.strip().rstrip("."))
-        if found:
-            name, value = found.groups()
-            values.setdefault(name, value)
+    engine_no, engines, prompt, generation, running, swapped, waiting = head.group(
+        "engine", "engines", "prompt", "generation", "running", "swapped", "waiting"
+    )
+    tail = message[head.end() :]
+    values = {name: tail[start:end] for name, (start, end) in clock.parts_of(tail).items()}
     kv_device, kv_usage = None, None
     for name, value in values.items():
         if (name.endswith(" KV cache usage") and name != "CPU KV cache usage") or name == "KV cache usage":
@@ -198,68 +203,137 @@ def _sample(
     if kv_usage is None and cpu is not None and "CPU KV cache usage" in values:
         kv_device, kv_usage, cpu = "CPU", float(cpu), None  # the CPU backend's only cache
     engine = (
-        f"Engine {int(fields['engine']):03d}"
-        if fields["engine"]
-        else f"{fields['engines']} Engines Aggregated"
-        if fields["engines"]
+        f"Engine {int(engine_no):03d}"
+        if engine_no
+        else f"{engines} Engines Aggregated"
+        if engines
         else "engine"
     )
     start_col = text.find(head.group(0))
     if start_col < 0:  # colour codes inside the stats text
         start_col = message_col
     time, stamp = clock.read(text, start_col)
+    # (positional, in field order: a per-line record, built faster so than by keyword)
     return StatsSample(
-        line=line_no,
-        span=Span(line_no, start_col, len(text.rstrip())),
-        time=time,
-        stamp=stamp,
-        engine=engine,
-        prompt_throughput=float(fields["prompt"]),
-        generation_throughput=float(fields["generation"]),
-        running=int(fields["running"]),
-        waiting=int(fields["waiting"]),
-        swapped=_int(fields["swapped"]),
-        kv_usage=kv_usage,
-        kv_device=kv_device,
-        cpu_kv_usage=None if cpu is None else float(cpu),
-        prefix_hit_rate=_float(values.get("Prefix cache hit rate")),
-        preemptions=_int(values.get("Preemptions")),
-        deferred=_int(values.get("Deferred")),
-        offset=offset,
+        line_no,
+        Span(line_no, start_col, len(text.rstrip())),
+        time,
+        stamp,
+        engine,
+        float(prompt),
+        float(generation),
+        int(running),
+        int(waiting),
+        _int(swapped),
+        kv_usage,
+        kv_device,
+        None if cpu is None else float(cpu),
+        _float(values.get("Prefix cache hit rate")),
+        _int(values.get("Preemptions")),
+        _int(values.get("Deferred")),
+        offset,
     )
 
 
+def _part_spans(tail: str) -> dict[str, tuple[int, int]]:
+    """Each `Name: value` part of the text after a stats line's head: the first value of each
+    name, as its span in `tail`."""
+    spans: dict[str, tuple[int, int]] = {}
+    at = 0
+    for part in tail.split(", "):
+        start, at = at, at + len(part) + 2
+        found = _PART.match(part.strip().rstrip("."))
+        if found:
+            lead = start + len(part) - len(part.lstrip())
+            value_start, value_end = found.span("value")
+            spans.setdefault(found.group("name"), (lead + value_start, lead + value_end))
+    return spans
+
+
+# Every ASCII digit masked as `0`: `_STAMP` and `_PART` treat all digits alike (`\\d` only; no
+# pattern names a digit), so texts that differ only in their digits have their matches at the
+# same places, and what is found in one is found where it stands in the others.
+_MASK_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+# Texts whose matches a clock remembers (a log has few line layouts) before starting over.
+_MEMO_MAX = 4096
+# The fields of a `_STAMP` match, in the order `_Clock.read` reads them.
+_STAMP_FIELDS = ("year", "month", "day", "hour", "minute", "second", "fraction")
+_BASE_DAY = date(_NO_YEAR, 1, 1).toordinal()
+
+
 class _Clock:
-    """Turns printed timestamps into seconds; a year-less stamp that goes back months wraps a year."""
+    """Turns printed timestamps into seconds; a year-less stamp that goes back months wraps a year.
+
+    The lines of a log repeat a few layouts with other digits: where a stamp lies in the text
+    before a message (and where a stats line's parts are) is found once per layout (the
+    digit-masked ASCII text) and read off each line at those places; a date is turned into a
+    day once."""
 
     def __init__(self) -> None:
         self.last: float | None = None
+        self._stamps: dict[bytes, tuple[tuple[int, int], ...] | None] = {}
+        self._parts: dict[bytes, dict[str, tuple[int, int]]] = {}
+        self._days: dict[tuple[int, int, int], int | None] = {}
 
     def read(self, text: str, end: int) -> tuple[float | None, str | None]:
         """The last timestamp in `text[:end]` (vLLM's own is nearest the message)."""
-        found = None
-        for match in _STAMP.finditer(text, 0, max(0, end)):
-            found = match
-        if found is None:
+        before = text[: max(0, end)]
+        spans = _memo(self._stamps, before, _stamp_spans)
+        if spans is None:
             return None, None
-        try:
-            when = datetime(
-                int(found.group("year") or _NO_YEAR),
-                int(found.group("month")),
-                int(found.group("day")),
-                int(found.group("hour")),
-                int(found.group("minute")),
-                int(found.group("second")),
-            )
-        except ValueError:
-            return None, None
-        seconds = (when - datetime(_NO_YEAR, 1, 1)).total_seconds()
-        if found.group("fraction"):
-            seconds += float("0." + found.group("fraction"))
-        if found.group("year") is None and self.last is not None and seconds < self.last - 180 * 86400:
+        (start, stop), (year_start, year_end), *numbers, (fraction_start, fraction_end) = spans
+        # (Each field is what `\\d` matched: a number.)
+        month, day, hour_no, minute_no, second_no = (int(before[a:b]) for a, b in numbers)
+        year = before[year_start:year_end] if year_start >= 0 else None
+        fraction = before[fraction_start:fraction_end] if fraction_start >= 0 else None
+        days = self._day(int(year or _NO_YEAR), month, day)
+        if days is None or hour_no > 23 or minute_no > 59 or second_no > 59:
+            return None, None  # not a time (`datetime` would refuse it)
+        seconds = float(days * 86400 + hour_no * 3600 + minute_no * 60 + second_no)
+        if fraction:
+            seconds += float("0." + fraction)
+        if year is None and self.last is not None and seconds < self.last - 180 * 86400:
             seconds += 366 * 86400  # December to January in a log without years
         self.last = seconds
-        return seconds, found.group(0)
+        return seconds, before[start:stop]
+
+    def parts_of(self, tail: str) -> dict[str, tuple[int, int]]:
+        """`_part_spans(tail)`, found once per layout of the text."""
+        return _memo(self._parts, tail, _part_spans)
+
+    def _day(self, year: int, month: int, day: int) -> int | None:
+        """Days from 2000-01-01 to this date, or None when there is no such date."""
+        key = (year, month, day)
+        if key not in self._days:
+            try:
+                self._days[key] = date(year, month, day).toordinal() - _BASE_DAY
+            except ValueError:
+                self._days[key] = None
+        return self._days[key]
+
+
+def _memo(found: dict[bytes, _T], text: str, find: Callable[[str], _T]) -> _T:
+    """`find(text)`, remembered in `found` by the layout of an ASCII `text` (its digits masked;
+    `find` must treat every digit alike and give positions). Other text is looked at anew."""
+    if not text.isascii():
+        return find(text)
+    key = text.encode("ascii").translate(_MASK_DIGITS)
+    if key in found:
+        return found[key]
+    if len(found) >= _MEMO_MAX:
+        found.clear()
+    found[key] = result = find(text)
+    return result
+
+
+def _stamp_spans(before: str) -> tuple[tuple[int, int], ...] | None:
+    """The spans of the last `_STAMP` match in `before` and of its fields ((-1, -1): absent)."""
+    last = None
+    for last in _STAMP.finditer(before):  # noqa: B007 (the last one is kept)
+        pass
+    if last is None:
+        return None
+    return (last.span(), *(last.span(name) for name in _STAMP_FIELDS))
 
 
 def read_time(text: str, end: int) -> tuple[float | None, str | None]:
