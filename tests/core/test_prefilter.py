@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import mmap
 import shutil
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
@@ -334,3 +335,42 @@ def test_a_failed_search_fails_the_caller(monkeypatch) -> None:
             LogIndex(b"Error\n"), [["Error"]], meanwhile=lambda: done.append(1)
         )
     assert done == [1]
+
+
+@pytest.mark.parametrize("way", ["automaton", "python"])
+def test_the_groups_lines_are_numbered_in_one_ascending_sweep(way: str, monkeypatch) -> None:
+    """Lines found without numbers are counted in ascending order over all the groups (however
+    their lines interleave or coincide): no line break is counted twice, none after the last
+    line found."""
+    _search_way(way, monkeypatch)
+    lines = [f"{i} " + ("Error " if i % 3 == 0 else "") + ("INFO " if i % 5 < 2 else "") for i in range(400)]
+    data = ("\n".join(lines) + "\nnothing more\n" * 50).encode()
+    counted: list[tuple[int, int]] = []
+    breaks = LogIndex._breaks
+    monkeypatch.setattr(LogIndex, "_breaks", lambda self, *span: counted.append(span) or breaks(self, *span))
+    groups = [["INFO"], ["Error"], ["Error", "INFO"]]
+    found = prefilter.candidate_lines_by_group(LogIndex(data), groups)
+    spans = list(counted)  # (not what the reference below counts)
+    assert found == _each_alone(data, groups, 0)
+    assert all(end <= start for (_, end), (start, _) in pairwise(spans))
+    last = max(start for group in found for start, _ in group)
+    assert sum(end - start for start, end in spans) <= last
+
+
+def test_numbering_holds_no_set_or_dict_of_every_line() -> None:
+    """Numbering lines that come numbered (rg's) allocates a few bytes per line (two arrays of
+    the distinct lines), not a record per line: the all-ERROR log has hundreds of thousands."""
+    import tracemalloc
+
+    count = 100_000
+    data = b"Error\n" * count
+    found = [[(6 * i, i) for i in range(count)], [(6 * i, i) for i in range(0, count, 2)]]
+    index = LogIndex(data)
+    tracemalloc.start()
+    try:
+        prefilter._number_in_order(index, found)  # type: ignore[arg-type]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert found[1][:3] == [(0, 0), (12, 2), (24, 4)]
+    assert peak < 40 * count

@@ -21,9 +21,13 @@ its own; the automaton comes next, in a thread.
 
 from __future__ import annotations
 
+import bisect
 import functools
+import heapq
 import os
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from operator import itemgetter
 
 # subprocess and threading are imported where a tool runs: a small log never needs them, and they
 # cost a `check` of one a noticeable share of its start-up.
@@ -116,16 +120,36 @@ def candidate_lines_by_group(
         work()
     if found is None:
         found = _split_by_group(index, sets, begin)
-    numbers: dict[int, int] = {}
-    for start, number in sorted({line for lines in found for line in lines}, key=lambda line: line[0]):
-        if start in numbers:
+    _number_in_order(index, found)
+    return found  # type: ignore[return-value]  # (numbered now)
+
+
+def _number_in_order(index: LogIndex, found: list[list[tuple[int, int | None]]]) -> None:
+    """Number, in place, the lines of every group that have no number (`line_of`), and tell the
+    index the numbers given (`remember`), in ascending order over all the groups' lines (each
+    group's are sorted): each line break before the last line is then counted once. Only the
+    distinct lines' numbers are held meanwhile, in two arrays (no set or dict of every line)."""
+    groups = [lines for lines in found if lines]
+    ordered = groups[0] if len(groups) == 1 else heapq.merge(*groups, key=itemgetter(0))
+    starts, numbers = array("q"), array("q")
+    last, unnumbered = -1, False
+    for start, number in ordered:
+        if start == last:  # (the same line, found by another group)
+            unnumbered = unnumbered or number is None
             continue
         if number is None:
-            number = index.line_of(start)
+            number, unnumbered = index.line_of(start), True
         else:
             index.remember(start, number)
-        numbers[start] = number
-    return [[(start, numbers[start]) for start, _ in lines] for lines in found]
+        starts.append(start)
+        numbers.append(number)
+        last = start
+    if not unnumbered:
+        return
+    for lines in groups:
+        for at, (start, number) in enumerate(lines):
+            if number is None:
+                lines[at] = (start, numbers[bisect.bisect_left(starts, start)])
 
 
 def _file_tool_groups(
