@@ -152,13 +152,14 @@ def first_invalid_utf8(data: Buffer) -> int | None:
     only the others are decoded, which also finds where the first bad byte is.
     """
     view = memoryview(data)
-    offset = 0
+    offset = released = 0
     known: list[bytes] = []  # the characters of the last chunk shown valid by counting
     try:
         while offset < len(view):
             # (At least a character's 4 bytes, so that a piece is never only part of one.)
             end = _character_boundary(view, offset, min(len(view), offset + max(_UTF8_CHUNK, 4)))
             piece = view[offset:end].tobytes()
+            released = release_pages(data, released, offset)  # (the pieces before this one)
             if piece.isascii() or _valid_by_replacing(piece, known) or _valid_by_counting(piece, known):
                 offset = end
                 continue
@@ -172,7 +173,47 @@ def first_invalid_utf8(data: Buffer) -> int | None:
             offset += used if used else end - offset
     finally:
         view.release()
+        release_pages(data, released, len(data))
     return None
+
+
+def release_pages(data: Buffer, start: int, end: int) -> int:
+    """Let the memory of a mapped file's pages from `start` to `end` go, once they have been
+    read (the pages wholly inside; other data: nothing): where they are read again they are
+    mapped again from the page cache, so what the process holds stays what it still reads (a
+    scan of every byte would otherwise hold the whole file). Where the next release starts."""
+    if not isinstance(data, mmap.mmap) or _DONT_NEED is None:
+        return start
+    first = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
+    last = end if end >= len(data) else end // mmap.PAGESIZE * mmap.PAGESIZE
+    if last > first:
+        try:
+            data.madvise(_DONT_NEED, first, last - first)
+        except (OSError, ValueError):  # (closed, or not allowed here: the memory stays held)
+            return start
+    return max(start, last)
+
+
+def find_releasing(data: mmap.mmap, needle: bytes) -> int:
+    """`data.find(needle)`, a block at a time, each block's pages released once searched
+    (`release_pages`)."""
+    start = released = 0
+    overlap = len(needle) - 1  # (a match may begin in one block and end in the next)
+    try:
+        while start < len(data):
+            end = min(len(data), start + _UTF8_CHUNK)
+            found = data.find(needle, start, end + overlap)
+            if found >= 0:
+                return found
+            released = release_pages(data, released, end)
+            start = end
+    finally:
+        release_pages(data, released, len(data))
+    return -1
+
+
+# (A file mapping's pages are read again from the page cache after MADV_DONTNEED; not on Windows.)
+_DONT_NEED = getattr(mmap, "MADV_DONTNEED", None)
 
 
 # Bytes checked at a time: small enough that one non-ASCII character costs little decoding.

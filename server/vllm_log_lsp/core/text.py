@@ -201,6 +201,16 @@ def _warm_up_growth() -> None:
         tiny.append("x", exclusive=True)
 
 
+def _find_everywhere(text: Text, needle: Needle) -> int:
+    """`text.find(needle)` over the whole text; a mapped file's pages are let go once searched
+    (`source.find_releasing`), so that a search of every byte does not hold the whole file."""
+    if not isinstance(text, mmap.mmap):
+        return text.find(needle)
+    from .source import find_releasing  # (source reads files: it imports this module)
+
+    return find_releasing(text, needle)
+
+
 class LogIndex:
     """Maps between offsets in the text and LSP line numbers; reads lines by number.
 
@@ -227,7 +237,7 @@ class LogIndex:
         self._crlf: Needle
         self._nl, self._cr, self._crlf = (b"\n", b"\r", b"\r\n") if self.is_bytes else ("\n", "\r", "\r\n")
         if has_cr is None:  # (known already when the text extends an indexed one)
-            has_cr = text.find(self._cr) >= 0  # (`in` is a slow item-by-item scan on mmap)
+            has_cr = _find_everywhere(text, self._cr) >= 0  # (`in`: an item-by-item scan on mmap)
         self.has_cr = has_cr
         self._has_escape: bool | None = None
         self.invalid_utf8_line: int | None = None  # first line seen with undecodable bytes
@@ -256,7 +266,7 @@ class LogIndex:
         """Whether the text holds an ESC (ANSI colours): then a line's raw text may not contain
         what its parsed prefix says (a colour code may sit inside it)."""
         if self._has_escape is None:
-            self._has_escape = self.text.find(self._lit(ESCAPE)) >= 0
+            self._has_escape = _find_everywhere(self.text, self._lit(ESCAPE)) >= 0
         return self._has_escape
 
     def first_invalid_utf8(self) -> int | None:

@@ -1,0 +1,110 @@
+"""A mapped file's pages are let go once a whole-file pass has read them (the UTF-8 check, the
+searches for a `\\r` or an ESC): the process holds what it still reads, not the whole file, and
+every answer is what the same pass over the file's bytes gives."""
+
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vllm_log_lsp.core import source
+from vllm_log_lsp.core.source import find_releasing, first_invalid_utf8, release_pages
+from vllm_log_lsp.core.text import LogIndex
+
+PAGE = mmap.PAGESIZE
+
+
+def mapped(path: Path) -> mmap.mmap:
+    with open(path, "rb") as handle:
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+pieces = st.sampled_from(
+    [
+        b"INFO ok\n",
+        b"\xe2\x80\xa6",
+        b"\xc3\xa9",
+        b"\xff",
+        b"\xe2\x80",
+        b"\r\n",
+        b"\r",
+        b"\x1b[31m",
+        b"x" * 700,
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(pieces, max_size=60), st.integers(0, 3))
+def test_passes_over_a_mapped_file_answer_as_over_its_bytes(parts: list[bytes], pages: int) -> None:
+    """Chunks of a few pages (so that pages are released between them, at any offset in a page)."""
+    data = b"".join(parts)
+    if not data:
+        return
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"mapped-{os.getpid()}.log"
+    path.write_bytes(data)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(source, "_UTF8_CHUNK", PAGE * pages + 1000)
+            for needle in (b"\r", b"\x1b", b"\xe2\x80\xa6", b"\xff"):
+                view = mapped(path)
+                assert find_releasing(view, needle) == data.find(needle)
+                assert view[:] == data  # (what was released reads the same)
+            view = mapped(path)
+            assert first_invalid_utf8(view) == first_invalid_utf8(data)
+            assert view[:] == data
+            index, plain = LogIndex(mapped(path)), LogIndex(data)
+            assert (index.has_cr, index.has_escape) == (plain.has_cr, plain.has_escape)
+    finally:
+        path.unlink()
+
+
+def test_a_release_covers_the_whole_pages_inside_the_range_only(tmp_path: Path) -> None:
+    """Where the next release starts: after the last whole page released, or at the end."""
+    path = tmp_path / "log"
+    path.write_bytes(b"x" * (PAGE * 4 + 10))
+    view = mapped(path)
+    if hasattr(mmap, "MADV_DONTNEED"):
+        assert release_pages(view, 10, PAGE * 3 + 5) == PAGE * 3
+        assert release_pages(view, PAGE * 3, PAGE * 3 + 5) == PAGE * 3  # (no whole page yet)
+        assert release_pages(view, PAGE * 3, len(view)) == len(view)  # (the last, short page too)
+    assert view[:] == path.read_bytes()
+    assert release_pages(b"abc", 0, 3) == 0  # (not a mapping: nothing to let go)
+
+
+def _file_rss() -> int:
+    """Bytes of mapped files this process holds in memory now (Linux)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("RssFile:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no RssFile")
+
+
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/status") or not hasattr(mmap, "MADV_DONTNEED"), reason="Linux"
+)
+@pytest.mark.parametrize(
+    "whole_file_pass",
+    [
+        lambda view: first_invalid_utf8(view),
+        lambda view: LogIndex(view).has_cr,
+        lambda view: LogIndex(view, has_cr=False).has_escape,
+    ],
+    ids=["utf8", "cr", "escape"],
+)
+def test_a_whole_file_pass_does_not_keep_the_file_in_memory(whole_file_pass, tmp_path: Path) -> None:
+    size = 48 << 20
+    path = tmp_path / "big.log"
+    line = "INFO 10-03 21:00:10 [loggers.py:123] a line of a log \u2026 with a character\n".encode()
+    path.write_bytes(line * (size // len(line)))
+    view = mapped(path)
+    before = _file_rss()
+    whole_file_pass(view)
+    assert _file_rss() - before < size // 4
+    assert view[-len(line) :] == line
