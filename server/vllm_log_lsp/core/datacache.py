@@ -227,6 +227,27 @@ def keep_derived(section: str, code_stamp: Any, where: str, text: str, values: d
         _dirty.add(where)
 
 
+def plain_value(where: str) -> Any:
+    """The plain value `keep_plain_value` kept under the name `where` for this installation,
+    package and Python version; None when there is none (or the cache is unusable)."""
+    with _lock:
+        entry = _entries.get(where)
+        if entry is None:
+            entry = _entries[where] = _read(where)
+    value = entry.get("value")
+    return value if _is_plain(value) else None
+
+
+def keep_plain_value(where: str, value: Any) -> None:
+    """Keep `value` (dicts, lists and plain values only) under the name `where`, and write it."""
+    if not _is_plain(value):
+        return
+    with _lock:
+        _entries[where] = {"format": FORMAT, "where": where, "value": value}
+        _dirty.add(where)
+    save()
+
+
 def forget() -> None:
     """Drop what was read, so the next use reads the cache files again (for tests)."""
     with _lock:

@@ -31,6 +31,7 @@ from operator import itemgetter
 
 # subprocess and threading are imported where a tool runs: a small log never needs them, and they
 # cost a `check` of one a noticeable share of its start-up.
+from . import early
 from .text import LogIndex
 from .tools import find_program
 
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     _T = TypeVar("_T")
 
 # Below this many characters a subprocess costs more than it saves.
-TOOL_THRESHOLD = 4_000_000
+TOOL_THRESHOLD = early.TOOL_THRESHOLD
 _TOOL_TIMEOUT = 120
 #: Search tools in order of preference; `VLLM_LOG_LSP_NO_GREP=1` disables them all.
 TOOLS = ("rg", "grep")
@@ -163,7 +164,9 @@ def _file_tool_groups(
     rg = search_tool(("rg",))
     if rg is None:
         return None
-    outputs = _run_tools(rg, [group for group in sets if group], index.path, pending)
+    searched = [group for group in sets if group]
+    # (Started before the analysis was imported, when the cache knew these groups: `early`.)
+    outputs = early.take(index.path, searched, pending) or _run_tools(rg, searched, index.path, pending)
     if outputs is None:
         return None
     found: list[list[tuple[int, int | None]]] = []
@@ -390,10 +393,8 @@ def _command(tool: Tool, literals: list[str], path: str | None) -> list[str]:
     """A command printing `LINE:BYTEOFFSET:text` for each line holding any literal."""
     kind, binary = tool
     if kind == "rg":
-        # No config file, no BOM sniffing or transcoding, binary data searched as text.
-        command = [binary, "--no-config", "--no-heading", "--encoding", "none", "-a", "-n", "-b", "-F"]
-    else:
-        command = [binary, "-a", "-n", "-b", "-F"]
+        return early.rg_command(binary, literals, path)
+    command = [binary, "-a", "-n", "-b", "-F"]
     for literal in literals:
         command += ["-e", literal]
     return [*command, "--", path if path is not None else "-"]

@@ -1,0 +1,221 @@
+"""The pre-filter's search of a large log file, started before the analysis is even imported.
+
+`check FILE` on a log of hundreds of MB spends its first tenth of a second importing the
+analysis and loading the catalog, and only then starts ripgrep over the file (`prefilter`),
+which it then waits for. Started first, rg reads the file while Python imports. The literals
+are not known before the catalog is loaded, so this uses the literal groups the last such
+search used (kept in the data cache, per package version and installation), and the pre-filter
+takes the running searches only when their literals are exactly those it would search for, for
+the same unchanged file (`take`); otherwise they are stopped and it searches as it always does.
+A missing, stale or corrupt cache, a missing rg, several files, standard input or any other
+command line only mean nothing starts early: the answer never depends on it.
+
+rg's output goes to an anonymous in-memory file (`memfd`, Linux), not a pipe, so it runs at
+full speed while nobody reads it yet, and it is started with `posix_spawn`: neither
+`subprocess` nor `threading` is imported for it. Only rg (found where `tools.find_program`
+allows) runs, with the cached literals as fixed strings (`-F -e`): nothing read from a cache, a
+log or a workspace is ever executed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+#: Below this many bytes a subprocess costs more than it saves (the pre-filter's threshold too).
+TOOL_THRESHOLD = 4_000_000
+#: The data-cache entry holding the literal groups of the last search of a file.
+CACHE_ENTRY = "prefilter/literal-groups"
+#: `check` options that change nothing the search depends on (each takes a value).
+_NEUTRAL_OPTIONS = frozenset({"--format", "--color"})
+
+
+class _Search:
+    """rg processes started over one file, one per literal group, each writing to its own file."""
+
+    def __init__(self, path: str, identity: tuple[int, ...], groups: list[list[str]]) -> None:
+        self.path = path
+        self.identity = identity
+        self.groups = groups
+        self.pids: list[int] = []
+        self.outputs: list[int] = []  # the memfds the processes write to
+
+
+_search: _Search | None = None
+_cached_groups: list[list[str]] | None = None
+_attempted = False  # (whether this process looked at the cache: only then is it written)
+
+
+def rg_command(binary: str, literals: Sequence[str], path: str | None) -> list[str]:
+    """An rg command printing `LINE:BYTEOFFSET:text` for each line holding any literal (text
+    omitted beyond the first column: only the numbers are read)."""
+    # No config file, no BOM sniffing or transcoding, binary data searched as text.
+    command = [binary, "--no-config", "--no-heading", "--encoding", "none", "-a", "-n", "-b", "-F"]
+    for literal in literals:
+        command += ["-e", literal]
+    return [*command, "--", path if path is not None else "-"]
+
+
+def start(argv: Sequence[str]) -> bool:
+    """Start the search of the one log file of a plain `check FILE` command line (options only
+    `--format`/`--color`), when the file is large enough and the cache holds literal groups;
+    True when processes were started."""
+    global _search, _cached_groups, _attempted
+    path = _the_file(argv)
+    if path is None or os.environ.get("VLLM_LOG_LSP_NO_GREP") or not hasattr(os, "memfd_create"):
+        return False
+    identity = _identity(path)
+    if identity is None or identity[2] < TOOL_THRESHOLD:
+        return False
+    _attempted = True
+    _cached_groups = _read_groups()
+    if not _cached_groups:
+        return False
+    from .tools import find_program
+
+    binary = find_program("rg")
+    if binary is None:
+        return False
+    search = _Search(path, identity, _cached_groups)
+    try:
+        for literals in _cached_groups:
+            output = os.memfd_create("vllm-log-lsp-rg", os.MFD_CLOEXEC)
+            search.outputs.append(output)
+            search.pids.append(_spawn(rg_command(binary, literals, path), output))
+    except OSError:
+        _stop(search)
+        return False
+    _search = search
+    return True
+
+
+def take(path: str, groups: list[list[str]], pending: list[Callable[[], object]]) -> list[bytes] | None:
+    """The output of the early search for each of `groups` (sorted literals, none empty), when
+    one runs over the file at `path`, unchanged since, for exactly these groups: the `pending`
+    work runs first (taken off the list), while it finishes. None otherwise (a search that does
+    not fit is stopped, and `pending` is left to the caller). Learns the groups for the next run
+    when they differ from the cached ones."""
+    global _search
+    search, _search = _search, None
+    if _attempted and groups != _cached_groups:
+        _write_groups(groups)
+    if search is None:
+        return None
+    if search.groups != groups or search.path != path or _identity(path) != search.identity:
+        _stop(search)
+        return None
+    try:
+        while pending:
+            pending.pop()()
+        codes = [_exit_code(pid) for pid in search.pids]
+        search.pids = []
+        if any(code not in (0, 1) for code in codes):  # (1: no line matched)
+            return None
+        return [_read_all(output) for output in search.outputs]
+    except OSError:
+        return None
+    finally:
+        _stop(search)
+
+
+def discard() -> None:
+    """Stop a search nobody took (the analysis went another way: a compressed or JSON log...)."""
+    global _search
+    search, _search = _search, None
+    if search is not None:
+        _stop(search)
+
+
+def _the_file(argv: Sequence[str]) -> str | None:
+    if not argv or argv[0] != "check":
+        return None
+    at = 1
+    while at + 1 < len(argv) and argv[at] in _NEUTRAL_OPTIONS:
+        at += 2
+    rest = argv[at:]
+    if len(rest) != 1 or rest[0].startswith("-"):
+        return None
+    return rest[0]
+
+
+def _identity(path: str) -> tuple[int, ...] | None:
+    """What tells the same unchanged regular file: device, inode, size, modification time."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _spawn(command: list[str], output: int) -> int:
+    """Start `command` with stdin and stderr on the null device and stdout to `output`."""
+    env = {**os.environ, "LC_ALL": "C"}
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, output, 1),
+        (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+    ]
+    return os.posix_spawn(command[0], command, env, file_actions=actions)
+
+
+def _exit_code(pid: int) -> int:
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def _read_all(output: int) -> bytes:
+    size = os.fstat(output).st_size
+    pieces = []
+    offset = 0
+    while offset < size:
+        piece = os.pread(output, size - offset, offset)
+        if not piece:
+            break
+        pieces.append(piece)
+        offset += len(piece)
+    return b"".join(pieces)
+
+
+def _stop(search: _Search) -> None:
+    """End the processes still running (and reap them) and close their output files."""
+    import contextlib
+    import signal
+
+    for pid in search.pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:  # (ended and reaped already)
+            pass
+    search.pids = []
+    for output in search.outputs:
+        with contextlib.suppress(OSError):
+            os.close(output)
+    search.outputs = []
+
+
+def _read_groups() -> list[list[str]] | None:
+    """The cached literal groups, when the cache holds a list of lists of strings."""
+    from . import datacache
+
+    groups = datacache.plain_value(CACHE_ENTRY)
+    if not isinstance(groups, list) or not all(
+        isinstance(group, list) and all(isinstance(literal, str) for literal in group) for group in groups
+    ):
+        return None
+    return groups
+
+
+def _write_groups(groups: list[list[str]]) -> None:
+    global _cached_groups
+    from . import datacache
+
+    _cached_groups = [list(group) for group in groups]
+    datacache.keep_plain_value(CACHE_ENTRY, _cached_groups)
