@@ -1,19 +1,27 @@
 """Per-candidate checks with a literal pre-check give what the plain searches give.
 
 - A wrapper (`incidents._is_wrapper`) is recognised by trying only the wrapper patterns whose
-  required text (`Pattern.required`) the exception text holds: it is the same as searching every
-  wrapper pattern, on texts each pattern's own regex generates (embedded in other text), on
-  texts made of pieces of the patterns' literals, and on every exception the corpus prints.
+  required text (`Pattern.required`, or one of its alternatives' runs) the exception text holds:
+  it is the same as searching every wrapper pattern, on texts each pattern's own regex
+  generates (embedded in other text), on texts made of pieces of the patterns' literals, and on
+  every exception the corpus prints.
+- `catalog.required_alternatives`: every match of a pattern of top-level alternatives holds one
+  of the runs it names (matches generated from the regex), for the catalog's patterns and for
+  patterns written to its principle: none for a case-insensitive pattern, an alternative without
+  a literal, or alternatives under a common prefix or inside a group.
 """
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from support import CRASH, CRASH2, CRASH3, read_log
-from vllm_log_lsp.core.catalog import Catalog, builtin_catalog
-from vllm_log_lsp.core.incidents import _is_wrapper, wrapper_patterns
+from vllm_log_lsp.core.catalog import Catalog, Pattern, builtin_catalog, required_alternatives
+from vllm_log_lsp.core.incidents import _is_wrapper, _required_texts, wrapper_patterns
 from vllm_log_lsp.core.scan import scan_lines
 from vllm_log_lsp.core.text import LogIndex
 
@@ -37,7 +45,7 @@ def test_every_wrapper_marker_is_tried() -> None:
     assert len(WRAPPERS) == len(CATALOG.markers_of("wrapper")) + sum(
         m.wrapper for m in CATALOG.markers_of("symptom")
     )
-    assert any(required == "" for required, _ in WRAPPERS)
+    assert any(len(required) > 1 for required, _ in WRAPPERS)  # alternatives, each required
 
 
 @settings(max_examples=400, deadline=None)
@@ -53,7 +61,9 @@ def test_text_a_wrapper_pattern_generates_is_recognised(match: str, before: str,
         assert _is_wrapper(WRAPPERS, text) == plain_is_wrapper(CATALOG, text)
 
 
-_PIECES = sorted({required for required, _ in WRAPPERS if required} | {"Error", "failed", ": ", " ", "\n"})
+_PIECES = sorted(
+    {piece for required, _ in WRAPPERS for piece in required} | {"Error", "failed", ": ", " ", "\n"}
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -70,3 +80,60 @@ def test_corpus_exceptions_give_the_plain_answer() -> None:
     assert found and len(found) < len(texts)  # both answers occur
     for text in texts:
         assert _is_wrapper(WRAPPERS, text) == plain_is_wrapper(CATALOG, text), text
+
+
+_SOURCES = {
+    "ab|cd": ("ab", "cd"),
+    "(?:x|y)ab|cd(?:e|f)gh": ("ab", "cd"),  # (the longest run, the first of equals)
+    "a+b?cde|f{2}g": ("cde", "f"),  # (a repeat holds its body's run once)
+    "\\bdied\\.?$|RuntimeError: died": ("died", "RuntimeError: died"),
+    "a.{0,9}?bcd|efg(?:hi)?": ("bcd", "efg"),
+    "(?i)abc|def": (),
+    "abc|(?i:def)": (),
+    "abc|\\d+": (),
+    "abc|d?ef*": ("abc", "e"),
+    "abc|d?e*": (),
+    "abc": (),  # no alternatives: `required_literal`'s case
+    "(?:abc|def)": ("abc", "def"),  # (the parser drops a group around the whole)
+    "(abc|def)": (),  # alternatives inside a group
+    "xabc|xdef": (),  # a common prefix the parser takes out (then `required_literal` has it)
+}
+
+
+@pytest.mark.parametrize("source", sorted(_SOURCES))
+def test_required_alternatives_of_patterns_of_each_shape(source: str) -> None:
+    runs = required_alternatives(source)
+    assert runs == _SOURCES[source]
+
+
+_CATALOG_SOURCES = sorted(
+    {
+        m.pattern.source
+        for kind in CATALOG.markers
+        for m in CATALOG.markers_of(kind)
+        if required_alternatives(m.pattern.source)
+    }
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(sorted(_SOURCES) + _CATALOG_SOURCES).flatmap(
+        lambda source: st.tuples(st.just(source), st.from_regex(source))
+    )
+)
+def test_every_match_holds_one_required_alternative(case: tuple[str, str]) -> None:
+    source, text = case
+    runs = required_alternatives(source)
+    assert not runs or any(run in text for run in runs)
+
+
+def test_catalog_has_patterns_of_required_alternatives() -> None:
+    assert len(_CATALOG_SOURCES) >= 4
+
+
+def test_a_pattern_of_another_engine_requires_nothing() -> None:
+    """A user's pattern run by `regex` (with a time limit) is searched whatever the text holds:
+    the stdlib parser may read its syntax otherwise."""
+    assert _required_texts(Pattern("ab|cd", None, None)) == ("ab", "cd")
+    assert _required_texts(Pattern("ab|cd", 0.5, re.compile("ab|cd"))) == ()

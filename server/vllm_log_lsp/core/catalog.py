@@ -200,6 +200,25 @@ def required_literal(source: str) -> str:
     return max(runs, key=len, default="")
 
 
+def required_alternatives(source: str) -> tuple[str, ...]:
+    """For a regex of alternatives at its top level (`A|B|C`) each of which holds a literal run
+    every match of it contains (see `required_literal`), those runs: every match of `source`
+    holds one of them. () when that is not so (a text cannot be ruled out this way).
+
+    Read with the stdlib parser, so it is exact for patterns the stdlib engine runs.
+    """
+    try:
+        tree = _sre_parse.parse(source)
+    except Exception:  # re.error, or syntax only the `regex` module knows
+        return ()
+    items: list[Any] = list(tree.data)
+    if tree.state.flags & _sre.SRE_FLAG_IGNORECASE or len(items) != 1 or items[0][0] is not _sre.BRANCH:
+        return ()
+    branches = items[0][1][1]  # (BRANCH, (None, [each alternative's items]))
+    runs = tuple(max(_mandatory_runs(list(branch)), key=len, default="") for branch in branches)
+    return runs if all(runs) else ()
+
+
 def _mandatory_runs(items: list) -> list[str]:
     runs: list[str] = []
     current: list[str] = []

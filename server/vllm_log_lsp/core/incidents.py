@@ -13,7 +13,7 @@ import bisect
 import re
 
 from . import catalog as catalog_mod
-from .catalog import Catalog, Marker, Pattern
+from .catalog import Catalog, Marker, Pattern, required_alternatives
 from .lines import parse_line
 from .model import Confidence, Considered, ExceptionEvent, LogLine, Precursor, Symptom
 from .records import dataclass, field, replace
@@ -302,17 +302,34 @@ def _uncaught_tracebacks(scan: Scan) -> list[tuple[Symptom, Marker, LogLine]]:
     return found
 
 
-def wrapper_patterns(catalog: Catalog) -> tuple[tuple[str, Pattern], ...]:
+def wrapper_patterns(catalog: Catalog) -> tuple[tuple[tuple[str, ...], Pattern], ...]:
     """The patterns of an exception text that wraps another (the symptoms marked `wrapper`, then
-    the wrapper markers), in the catalog's order, each with the text every match of it holds
-    (`Pattern.required`): most texts lack them all, and are passed over at `in`'s speed."""
+    the wrapper markers), in the catalog's order, each with texts of which every match holds one
+    (its `required` literal, or one per alternative: see `required_alternatives`): most texts
+    hold none, and are passed over at `in`'s speed. Nothing is required of a pattern that is
+    not the stdlib engine's (a user's `regex`, which the stdlib parser may read otherwise)."""
     markers = [m for m in catalog.markers_of("symptom") if m.wrapper] + catalog.markers_of("wrapper")
-    return tuple((m.pattern.required, m.pattern) for m in markers)
+    return tuple((_required_texts(m.pattern), m.pattern) for m in markers)
 
 
-def _is_wrapper(wrappers: tuple[tuple[str, Pattern], ...], text: str) -> bool:
+def _required_texts(pattern: Pattern) -> tuple[str, ...]:
+    if pattern.required:
+        return (pattern.required,)
+    return required_alternatives(pattern.source) if pattern.timeout is None else ()
+
+
+def _is_wrapper(wrappers: tuple[tuple[tuple[str, ...], Pattern], ...], text: str) -> bool:
     """Whether one of `wrappers` (see `wrapper_patterns`) finds `text`."""
-    return any(required in text and pattern.search(text) for required, pattern in wrappers)
+    for required, pattern in wrappers:  # (plain loops: this runs per distinct exception text)
+        if required:
+            for piece in required:
+                if piece in text:
+                    break
+            else:
+                continue  # it holds none of them: no match
+        if pattern.search(text):
+            return True
+    return False
 
 
 def _decoy_reason(catalog: Catalog, cand: Candidate, first_death: int) -> str:
@@ -838,7 +855,7 @@ def _death_end(scan: Scan, incident: Incident) -> int:
 
 
 def _wrapping(
-    catalog: Catalog, wrappers: tuple[tuple[str, Pattern], ...], text: str
+    catalog: Catalog, wrappers: tuple[tuple[tuple[str, ...], Pattern], ...], text: str
 ) -> tuple[int, str | None] | None:
     """How an exception of `text` wraps another: (1, the original message it carries), which
     stands in for the original when that was not printed; (9, None): it only wraps, and is not
