@@ -9,6 +9,10 @@
   of the runs it names (matches generated from the regex), for the catalog's patterns and for
   patterns written to its principle: none for a case-insensitive pattern, an alternative without
   a literal, or alternatives under a common prefix or inside a group.
+- Run starts are found once, by a search for each marker's literal (`scan._RunStartsAhead`), and
+  then looked up per candidate line: the scan's run starts are those of asking every candidate
+  line, on the corpus and on texts of markers in and out of place, in tracebacks, past a long
+  line's cut, with both line breaks, as text and as bytes.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from hypothesis import strategies as st
 from support import CRASH, CRASH2, CRASH3, read_log
 from vllm_log_lsp.core.catalog import Catalog, Pattern, builtin_catalog, required_alternatives
 from vllm_log_lsp.core.incidents import _is_wrapper, _required_texts, wrapper_patterns
-from vllm_log_lsp.core.scan import scan_lines
+from vllm_log_lsp.core.scan import Scan, _run_start, scan_lines
 from vllm_log_lsp.core.text import LogIndex
 
 CATALOG = builtin_catalog()
@@ -137,3 +141,45 @@ def test_a_pattern_of_another_engine_requires_nothing() -> None:
     the stdlib parser may read its syntax otherwise."""
     assert _required_texts(Pattern("ab|cd", None, None)) == ("ab", "cd")
     assert _required_texts(Pattern("ab|cd", 0.5, re.compile("ab|cd"))) == ()
+
+
+# -- run starts: found once up front, looked up per candidate -----------------------------------
+def plain_run_starts(scan: Scan) -> list[tuple[int, str]]:
+    """The specification: every line the scan classified, asked in order whether it starts a run."""
+    return [found for line in scan.lines.values() if (found := _run_start(CATALOG, line)) is not None]
+
+
+_RUN_LINES = [
+    "INFO 10-03 21:20:01 [api_server.py:1805] vLLM API server version 0.11.0",
+    "(APIServer pid=1) INFO 10-03 21:20:01 [utils.py:233] non-default args: {'model': 'm'}",
+    "INFO 10-03 21:20:01 [api_server.py:1] args: Namespace(model='m')",
+    "svc-1  | (APIServer pid=1) INFO 10-03 21:20:01 [api.py:1] vLLM API server version 0.10.1",
+    "svc-1 exited with code 1 (restarting)",
+    "█     █     █▄   ▄█  version 0.11.0",
+    "ERROR 10-03 21:20:02 [core.py:1] says vLLM API server version in the middle",  # literal only
+    "RuntimeError: bad args: Namespace(x=1)",  # literal, not the marker's place
+    "Traceback (most recent call last):",
+    '  File "x.py", line 1, in f',
+    "    print('vLLM API server version')",  # inside a traceback: consumed
+    "ValueError: non-default args: in an exception line",
+    "ERROR 10-03 21:20:03 [x.py:1] Error: plain",
+    "x" * 20_100 + " vLLM API server version past the cut",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_RUN_LINES), max_size=30), st.sampled_from(["\n", "\r\n"]))
+def test_run_starts_found_up_front_are_every_candidates_own(lines: list[str], newline: str) -> None:
+    text = newline.join(lines) + newline
+    for source in (text, text.encode("utf-8")):
+        scan = scan_lines(LogIndex(source), CATALOG)
+        assert scan.run_starts == plain_run_starts(scan)
+
+
+def test_corpus_run_starts_are_every_candidates_own() -> None:
+    found = 0
+    for path in LOGS:
+        scan = scan_lines(LogIndex(read_log(path)), CATALOG)
+        assert scan.run_starts == plain_run_starts(scan), path.name
+        found += len(scan.run_starts)
+    assert found > 20

@@ -136,12 +136,14 @@ class _RunStartsAhead:
 
     def __init__(self, index: LogIndex, catalog: Catalog, candidates: Numbered, begin: int) -> None:
         self.lines: dict[int, LogLine] = {}
-        starts: set[tuple[int, str]] = set()
+        # Each marker line's `_run_start`: no other line holds a marker's literal, so no other
+        # line is one (the scan asks each candidate).
+        self.found: dict[int, tuple[int, str]] = {}
         for offset, number in self._marker_lines(index, catalog, candidates, begin):
             line = self.lines[number] = _candidate(index, offset, number, {})
             if (run_start := _run_start(catalog, line)) is not None:
-                starts.add(run_start)
-        self.starts = sorted(starts)
+                self.found[number] = run_start
+        self.starts = sorted(set(self.found.values()))
         self.numbers = [number for number, _ in self.starts]
 
     @staticmethod
@@ -231,7 +233,7 @@ def _classify_line(
     restarts: _RunStartsAhead,
 ) -> None:
     message = line.message
-    if (run_start := _run_start(markers.catalog, line)) is not None:
+    if (run_start := restarts.found.get(line.number)) is not None:
         scan.run_starts.append(run_start)
     symptom, inner, precursor = markers.of(message)
     if symptom is not None:
