@@ -48,7 +48,7 @@ def test_a_code_line_is_neither_kept_nor_classified() -> None:
 def test_the_scan_keeps_every_candidate_line_but_frames_and_code(path) -> None:
     index = LogIndex(read_log(path))
     scan = scan_lines(index, CATALOG)
-    skipped = scan.consumed - scan.exception_lines
+    skipped = set(scan.consumed) - set(scan.exception_lines)
     assert set(scan.lines) == _candidates(index) - skipped
     looked_up = {cand.event.traceback_start or cand.event.line for cand in scan.events}
     looked_up.update(tb.header_line for tb in scan.tracebacks)

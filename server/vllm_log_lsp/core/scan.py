@@ -11,6 +11,7 @@ import bisect
 
 from .catalog import Catalog, Marker
 from .lines import parse_line
+from .linesets import LineMap, LineRuns
 from .model import ExceptionEvent, LogLine, Precursor, Symptom
 from .prefilter import Numbered, candidate_lines_by_group
 from .records import dataclass, field, replace
@@ -50,14 +51,15 @@ class Scan:
     """Everything the candidate lines said, keyed by line number."""
 
     lines: dict[int, LogLine] = field(default_factory=dict)  # (a traceback's frames and code: not kept)
-    offsets: dict[int, int] = field(default_factory=dict)
+    offsets: LineMap = field(default_factory=LineMap)  # line -> offset of its start, for `lines`
     tracebacks: list[Traceback] = field(default_factory=list)
     symptoms: list[tuple[Symptom, Marker, LogLine]] = field(default_factory=list)
     events: list[Candidate] = field(default_factory=list)
     run_starts: list[tuple[int, str]] = field(default_factory=list)  # (line, outer)
     precursors: list[tuple[Precursor, LogLine]] = field(default_factory=list)
-    consumed: set[int] = field(default_factory=set)  # lines read as part of a traceback
-    exception_lines: set[int] = field(default_factory=set)  # their `Type: message` lines
+    # Kept compact (see `linesets`): a log of logged request errors has one traceback in ten lines.
+    consumed: LineRuns = field(default_factory=LineRuns)  # lines read as part of a traceback
+    exception_lines: LineRuns = field(default_factory=LineRuns)  # their `Type: message` lines
     # Derived lookups, built on first use by the incident code (one analysis reads them per death).
     cache: dict[object, object] = field(default_factory=dict, repr=False, compare=False)
 
@@ -228,7 +230,7 @@ def _classify_line(
     scan: Scan,
     line: LogLine,
     start: int,
-    consumed: set[int],
+    consumed: LineRuns,
     parsed: dict[int, LogLine],
     restarts: _RunStartsAhead,
 ) -> None:
@@ -310,12 +312,12 @@ def truncate_scan(scan: Scan, line: int) -> Scan:
     """The part of a scan that lies before `line` (tracebacks that started before and closed)."""
     return Scan(
         lines={n: v for n, v in scan.lines.items() if n < line},
-        offsets={n: v for n, v in scan.offsets.items() if n < line},
+        offsets=scan.offsets.below(line),
         tracebacks=[tb for tb in scan.tracebacks if tb.header_line < line and not tb.open],
         symptoms=[item for item in scan.symptoms if item[0].line < line],
         events=[c for c in scan.events if (c.traceback.header_line if c.traceback else c.event.line) < line],
         run_starts=[item for item in scan.run_starts if item[0] < line],
         precursors=[item for item in scan.precursors if item[0].line < line],
-        consumed={n for n in scan.consumed if n < line},
-        exception_lines={n for n in scan.exception_lines if n < line},
+        consumed=scan.consumed.below(line),
+        exception_lines=scan.exception_lines.below(line),
     )

@@ -1,0 +1,123 @@
+"""The compact line records a scan keeps behave as the set and dict they replace.
+
+- `LineRuns` holds exactly the numbers added, in any order and any grouping (runs that touch,
+  overlap, nest, come before or between others, repeats), answers membership as a set does,
+  and cuts below a limit as a filtered set would;
+- `LineMap` holds each line's last value, in any order of adding, and cuts like a filtered dict;
+- a scan's records equal the plain set and dict built from its tracebacks and lines, on the
+  corpus and on a log of thousands of logged tracebacks, where they take a fraction of the memory.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from support import CRASH, CRASH2, CRASH3, read_log
+from vllm_log_lsp.core.catalog import builtin_catalog
+from vllm_log_lsp.core.linesets import LineMap, LineRuns
+from vllm_log_lsp.core.scan import Scan, scan_lines, truncate_scan
+from vllm_log_lsp.core.text import LogIndex
+
+CATALOG = builtin_catalog()
+LOGS = sorted([*CRASH.glob("*.log"), *CRASH2.glob("*.log"), *CRASH3.glob("*.log")])
+
+# Groups of numbers as tracebacks give them: a run, a run with holes (another writer's lines in
+# between), anywhere (before, between or over earlier groups), in any order, with repeats.
+_GROUPS = st.lists(
+    st.one_of(
+        st.tuples(st.integers(0, 200), st.integers(0, 30)).map(lambda t: list(range(t[0], t[0] + t[1]))),
+        st.lists(st.integers(0, 250), max_size=12),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_GROUPS, st.integers(-1, 260))
+def test_runs_hold_what_a_set_holds(groups: list[list[int]], limit: int) -> None:
+    runs, plain = LineRuns(), set()
+    for group in groups:
+        runs.update(group)
+        plain.update(group)
+        assert list(runs) == sorted(plain)
+    assert len(runs) == len(plain)
+    for number in range(-2, 262):
+        assert (number in runs) == (number in plain)
+    below = runs.below(limit)
+    assert list(below) == sorted(n for n in plain if n < limit)
+    assert all((n in below) == (n in plain and n < limit) for n in range(-2, 262))
+    assert runs == LineRuns(plain) and (runs == LineRuns(plain | {300})) is False
+
+
+def test_runs_merge_into_as_few_as_the_numbers_allow() -> None:
+    runs = LineRuns([5, 6, 7])
+    runs.update([9, 10])
+    runs.update([8])  # fills the gap: one run
+    runs.update([1, 2, 3, 3, 2])
+    runs.update([4])  # touches both sides
+    runs.update([20, 22, 21])
+    assert repr(runs) == "LineRuns([(1, 11), (20, 23)])"
+    runs.update(range(0, 30))  # over everything
+    assert repr(runs) == "LineRuns([(0, 30)])"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 100), st.integers(0, 10**9)), max_size=40), st.integers(-1, 101))
+def test_map_holds_what_a_dict_holds(items: list[tuple[int, int]], limit: int) -> None:
+    mapped, plain = LineMap(), {}
+    for line, value in items:
+        mapped[line] = value
+        plain[line] = value
+    assert sorted(mapped) == list(mapped) == sorted(plain)
+    assert len(mapped) == len(plain) and dict(mapped.items()) == plain and mapped == plain
+    for line in range(-1, 102):
+        assert (line in mapped) == (line in plain)
+        assert mapped.get(line) == plain.get(line)
+    below = mapped.below(limit)
+    assert dict(below.items()) == {k: v for k, v in plain.items() if k < limit}
+    assert below == LineMap(sorted((k, v) for k, v in plain.items() if k < limit))
+
+
+def _plain_records(scan: Scan) -> tuple[set[int], set[int], dict[int, int]]:
+    consumed = {n for tb in scan.tracebacks for n in tb.lines}
+    exception_lines = {e.line for tb in scan.tracebacks for e in tb.chain}
+    return consumed, exception_lines, dict(scan.offsets.items())
+
+
+def test_scan_records_are_the_tracebacks_lines_on_the_corpus() -> None:
+    for path in LOGS:
+        index = LogIndex(read_log(path))
+        scan = scan_lines(index, CATALOG)
+        consumed, exception_lines, offsets = _plain_records(scan)
+        assert set(scan.consumed) == consumed, path.name
+        assert set(scan.exception_lines) == exception_lines
+        assert sorted(offsets) == sorted(scan.lines)
+        assert all(index.line_start(n) == offset for n, offset in offsets.items())
+        middle = sorted(scan.lines)[len(scan.lines) // 2] if scan.lines else 0
+        cut = truncate_scan(scan, middle)
+        assert set(cut.consumed) == {n for n in consumed if n < middle}
+        assert dict(cut.offsets.items()) == {n: o for n, o in offsets.items() if n < middle}
+
+
+_REQUEST_ERROR = (
+    "(APIServer pid=1) ERROR 10-03 21:00:{s:02d} [serving_chat.py:245] Error in preprocessing prompt inputs\n"
+    "(APIServer pid=1) ERROR 10-03 21:00:{s:02d} [serving_chat.py:245] Traceback (most recent call last):\n"
+    '(APIServer pid=1) ERROR 10-03 21:00:{s:02d} [serving_chat.py:245]   File "/v/serving_chat.py", line 229, in f\n'
+    "(APIServer pid=1) ERROR 10-03 21:00:{s:02d} [serving_chat.py:245]     raise ValueError(n)\n"
+    "(APIServer pid=1) ERROR 10-03 21:00:{s:02d} [serving_chat.py:245] ValueError: request {n} is too long\n"
+    "(APIServer pid=1) INFO 10-03 21:00:{s:02d} [logger.py:1] Received request {n}\n"
+)
+
+
+def test_a_log_of_logged_tracebacks_keeps_one_run_a_traceback() -> None:
+    text = "".join(_REQUEST_ERROR.format(s=n % 60, n=n) for n in range(3000))
+    scan = scan_lines(LogIndex(text), CATALOG)
+    consumed, exception_lines, _ = _plain_records(scan)
+    assert len(scan.tracebacks) == 3000
+    assert set(scan.consumed) == consumed and set(scan.exception_lines) == exception_lines
+    held = sum(sys.getsizeof(a) for a in (scan.consumed._starts, scan.consumed._ends))
+    assert len(scan.consumed._starts) == 3000  # one run a traceback
+    assert held * 4 < sys.getsizeof(consumed)
