@@ -13,20 +13,36 @@
   then looked up per candidate line: the scan's run starts are those of asking every candidate
   line, on the corpus and on texts of markers in and out of place, in tracebacks, past a long
   line's cut, with both line breaks, as text and as bytes.
+- A death's last line (`incidents._death_end`) takes the tracebacks under its symptoms from a
+  list sorted by header line: the same as looking at every traceback, on the corpus and with
+  tracebacks out of order or sharing a header line.
+- A growing log's candidates keep their recognised wrappers for the part its scan kept
+  (`Analyzer._unwrap`): equal to recognising the whole scan afresh, cut anywhere.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from support import CRASH, CRASH2, CRASH3, read_log
+from vllm_log_lsp.core.analyze import Analyzer
 from vllm_log_lsp.core.catalog import Catalog, Pattern, builtin_catalog, required_alternatives
-from vllm_log_lsp.core.incidents import _is_wrapper, _required_texts, wrapper_patterns
-from vllm_log_lsp.core.scan import Scan, _run_start, scan_lines
+from vllm_log_lsp.core.incidents import (
+    Incident,
+    _death_end,
+    _is_wrapper,
+    _required_texts,
+    group_incidents,
+    unwrap_candidates,
+    wrapper_patterns,
+)
+from vllm_log_lsp.core.records import replace
+from vllm_log_lsp.core.scan import Candidate, Scan, _run_start, scan_lines
 from vllm_log_lsp.core.text import LogIndex
 
 CATALOG = builtin_catalog()
@@ -183,3 +199,83 @@ def test_corpus_run_starts_are_every_candidates_own() -> None:
         assert scan.run_starts == plain_run_starts(scan), path.name
         found += len(scan.run_starts)
     assert found > 20
+
+
+# -- a death's last line: the tracebacks under its symptoms, found by bisection ------------------
+def plain_death_end(scan: Scan, incident: Incident) -> int:
+    """The specification: every traceback headed 1-3 lines under a symptom, of its writer."""
+    end = max(s.line for s, _, _ in incident.symptoms)
+    for symptom, _, line in incident.symptoms:
+        for tb in scan.tracebacks:
+            if symptom.line < tb.header_line <= symptom.line + 3 and tb.lines and tb.stream == line.stream:
+                end = max(end, tb.lines[-1])
+    return end
+
+
+def test_death_ends_equal_looking_at_every_traceback() -> None:
+    ends = 0
+    for path in LOGS:
+        index = LogIndex(read_log(path))
+        scan = scan_lines(index, CATALOG)
+        pools = sorted(unwrap_candidates(CATALOG, scan), key=lambda c: c.event.line)
+        for incident in group_incidents(index, CATALOG, scan, pools):
+            end = _death_end(scan, incident)
+            assert end == plain_death_end(scan, incident), path.name
+            ends += end > max(s.line for s, _, _ in incident.symptoms)
+    assert ends >= 5  # not vacuous: tracebacks under symptoms end deaths
+
+
+def test_death_end_with_tracebacks_found_in_any_order() -> None:
+    """Tracebacks listed out of line order (a scan read again after an append) and several
+    headed on one line: the bisection sees each as the plain look does."""
+    extended = 0
+    for path in LOGS:
+        index = LogIndex(read_log(path))
+        scan = scan_lines(index, CATALOG)
+        pools = sorted(unwrap_candidates(CATALOG, scan), key=lambda c: c.event.line)
+        incidents = group_incidents(index, CATALOG, scan, pools)
+        scan.tracebacks.reverse()
+        scan.tracebacks.extend(
+            replace(tb, lines=[*tb.lines, tb.last_line + 50]) for tb in list(scan.tracebacks)
+        )
+        for incident in incidents:
+            end = _death_end(scan, incident)
+            assert end == plain_death_end(scan, incident), path.name
+            extended += end > max(s.line for s, _, _ in incident.symptoms)
+    assert extended >= 5
+
+
+# -- wrappers recognised once for the candidates a re-scan keeps ---------------------------------
+def _values(candidates: list[Candidate]) -> list[tuple[object, ...]]:
+    """Candidates by what they hold (a candidate compares by identity)."""
+    return [(c.event, c.tier, c.traceback, c.inner_text) for c in candidates]
+
+
+def test_a_grown_log_reuses_the_candidates_its_scan_kept() -> None:
+    """A log read again as it grows (a restart loop: a second run appended, cut anywhere, even
+    inside a line or a traceback): the candidates with wrappers recognised are those of
+    recognising the whole scan afresh, and those of the kept part are the very ones recognised
+    before."""
+    logs = [p for p in LOGS if any(c.tier != 0 for c in unwrap_candidates(CATALOG, _scan(p)))][:8]
+    assert logs
+    reused = 0
+    for path in logs:
+        log = read_log(path).rstrip("\n") + "\n"
+        text = log * 2
+        analyzer = Analyzer(CATALOG)
+        previous: list[Candidate] = []
+        for end in (len(log), len(log) + len(log) // 2 + 7, len(text)):
+            analyzer.analyze(text[:end])
+            scan = analyzer._scan
+            assert scan is not None
+            unwrapped = analyzer._unwrapped[1]
+            assert _values(unwrapped) == _values(unwrap_candidates(CATALOG, scan)), path.name
+            # A recognised wrapper is a new candidate: the same one again was not recognised again.
+            rebuilt = [u for u, c in zip(unwrapped, scan.events, strict=True) if u is not c]
+            reused += sum(any(u is p for p in previous) for u in rebuilt)
+            previous = unwrapped
+    assert reused >= 3
+
+
+def _scan(path: Path) -> Scan:
+    return scan_lines(LogIndex(read_log(path)), CATALOG)

@@ -75,9 +75,9 @@ class Analyzer:
         self._stats: StatsScan | None = None
         self.reused_offset = 0  # how much of the text the last call did not scan again
         self._prefix: re.Pattern[str] | None = None  # the log's own outer prefix (learned)
-        # Each candidate with its wrappers recognised, kept for the candidates a re-scan reuses
-        # (recognising them is the costly part of grouping a long log's deaths).
-        self._unwrapped: dict[int, tuple[Candidate, Candidate]] = {}
+        # The last scan's candidates and each with its wrappers recognised, kept for those a
+        # re-scan reuses (recognising them is the costly part of grouping a long log's deaths).
+        self._unwrapped: tuple[tuple[Candidate, ...], list[Candidate]] = ((), [])
         self._transcriber: Transcriber | None = None  # a JSON log's, kept while it grows
         self._document: LogIndex | None = None
 
@@ -201,13 +201,20 @@ class Analyzer:
             return _analysis(index, self.catalog, scan, warnings, stats, self._unwrap)
 
     def _unwrap(self, scan: Scan) -> list[Candidate]:
-        """`unwrap_candidates` of the scan, recognising only the candidates not seen before."""
-        known = self._unwrapped
-        fresh = [c for c in scan.events if id(c) not in known]
-        for cand, unwrapped in zip(fresh, unwrap_candidates(self.catalog, Scan(events=fresh)), strict=True):
-            known[id(cand)] = (cand, unwrapped)
-        self._unwrapped = {id(c): known[id(c)] for c in scan.events}  # (the pair keeps each id taken)
-        return [known[id(c)][1] for c in scan.events]
+        """`unwrap_candidates` of the scan, recognising only the candidates after those it shares
+        with the last scan: a re-scan keeps the candidates before the point it reads again, in
+        order, and appends (`truncate_scan`). Two lists, not an entry per candidate: a log of
+        logged request errors has tens of thousands."""
+        old_events, old_unwrapped = self._unwrapped
+        events = scan.events
+        shared = 0
+        for old, new in zip(old_events, events, strict=False):  # (the same objects, not equal ones)
+            if old is not new:
+                break
+            shared += 1
+        unwrapped = old_unwrapped[:shared] + unwrap_candidates(self.catalog, Scan(events=events[shared:]))
+        self._unwrapped = (tuple(events), unwrapped)
+        return unwrapped
 
     def _reusable_scan(self, text: Text, index: LogIndex, grown: bool) -> tuple[Scan | None, int]:
         """The previous scan cut where `text` (which extends the old text when `grown`) must be

@@ -839,19 +839,25 @@ def _death_end(scan: Scan, incident: Incident) -> int:
     """The last line of the death: a symptom such as `EngineCore failed to start.` heads the
     logged traceback that holds the cause, so that traceback belongs to the death too."""
     end = max(s.line for s, _, _ in incident.symptoms)
+    ordered, headers = _tracebacks_by_header(scan)
+    for symptom, _, line in incident.symptoms:
+        # The tracebacks whose header is one of the 3 lines below the symptom.
+        lo, hi = bisect.bisect_left(headers, symptom.line + 1), bisect.bisect_left(headers, symptom.line + 4)
+        for tb in ordered[lo:hi]:
+            if tb.lines and tb.stream == line.stream:
+                end = max(end, tb.lines[-1])
+    return end
+
+
+def _tracebacks_by_header(scan: Scan) -> tuple[list[Traceback], list[int]]:
+    """The scan's tracebacks sorted by header line, and those lines: made once per analysis (a
+    list, not a dict of lists: a log of logged request errors has tens of thousands)."""
     key = ("tracebacks_by_header", len(scan.tracebacks))
     cached = scan.cache.get(key)
-    by_header: dict[int, list[Traceback]] = cached if isinstance(cached, dict) else {}
-    if not isinstance(cached, dict):
-        for tb in scan.tracebacks:
-            by_header.setdefault(tb.header_line, []).append(tb)
-        scan.cache[key] = by_header
-    for symptom, _, line in incident.symptoms:
-        for header in range(symptom.line + 1, symptom.line + 4):
-            for tb in by_header.get(header, ()):
-                if tb.lines and tb.stream == line.stream:
-                    end = max(end, tb.lines[-1])
-    return end
+    if not isinstance(cached, tuple):
+        ordered = sorted(scan.tracebacks, key=lambda tb: tb.header_line)  # (stable: scan order kept)
+        cached = scan.cache[key] = (ordered, [tb.header_line for tb in ordered])
+    return cached
 
 
 def _wrapping(
