@@ -51,9 +51,10 @@ def test_passes_over_a_mapped_file_answer_as_over_its_bytes(parts: list[bytes], 
     try:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(source, "_UTF8_CHUNK", PAGE * pages + 1000)
-            for needle in (b"\r", b"\x1b", b"\xe2\x80\xa6", b"\xff"):
+            needles = (b"\r", b"\x1b", b"\xe2\x80\xa6", b"\xff", b"INFO ok\n")
+            for each in [(needle,) for needle in needles] + [needles, needles[::-1]]:
                 view = mapped(path)
-                assert find_releasing(view, needle) == data.find(needle)
+                assert find_releasing(view, each) == [data.find(needle) for needle in each]
                 assert view[:] == data  # (what was released reads the same)
             view = mapped(path)
             assert first_invalid_utf8(view) == first_invalid_utf8(data)

@@ -194,22 +194,23 @@ def release_pages(data: Buffer, start: int, end: int) -> int:
     return max(start, last)
 
 
-def find_releasing(data: mmap.mmap, needle: bytes) -> int:
-    """`data.find(needle)`, a block at a time, each block's pages released once searched
-    (`release_pages`)."""
+def find_releasing(data: mmap.mmap, needles: tuple[bytes, ...]) -> list[int]:
+    """`data.find(needle)` of each needle, in one pass a block at a time, each block's pages
+    released once searched (`release_pages`)."""
+    found = [-1] * len(needles)
     start = released = 0
-    overlap = len(needle) - 1  # (a match may begin in one block and end in the next)
+    overlap = max(map(len, needles), default=1) - 1  # (a match may begin in one block, end in the next)
     try:
-        while start < len(data):
+        while start < len(data) and -1 in found:
             end = min(len(data), start + _UTF8_CHUNK)
-            found = data.find(needle, start, end + overlap)
-            if found >= 0:
-                return found
+            for at, needle in enumerate(needles):
+                if found[at] < 0:
+                    found[at] = data.find(needle, start, end + overlap)
             released = release_pages(data, released, end)
             start = end
     finally:
         release_pages(data, released, len(data))
-    return -1
+    return found
 
 
 # (A file mapping's pages are read again from the page cache after MADV_DONTNEED; not on Windows.)

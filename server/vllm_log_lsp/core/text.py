@@ -202,13 +202,20 @@ def _warm_up_growth() -> None:
 
 
 def _find_everywhere(text: Text, needle: Needle) -> int:
-    """`text.find(needle)` over the whole text; a mapped file's pages are let go once searched
-    (`source.find_releasing`), so that a search of every byte does not hold the whole file."""
+    """`text.find(needle)` over the whole text (see `_find_each`)."""
     if not isinstance(text, mmap.mmap):
         return text.find(needle)
+    [found] = _find_each(text, (needle,))
+    return found
+
+
+def _find_each(text: mmap.mmap, needles: tuple[bytes, ...]) -> list[int]:
+    """Where each needle first occurs in a mapped file (-1: nowhere), in one pass whose pages
+    are let go once searched (`source.find_releasing`): a search of every byte would otherwise
+    hold the whole file."""
     from .source import find_releasing  # (source reads files: it imports this module)
 
-    return find_releasing(text, needle)
+    return find_releasing(text, needles)
 
 
 class LogIndex:
@@ -236,10 +243,13 @@ class LogIndex:
         self._cr: Needle
         self._crlf: Needle
         self._nl, self._cr, self._crlf = (b"\n", b"\r", b"\r\n") if self.is_bytes else ("\n", "\r", "\r\n")
-        if has_cr is None:  # (known already when the text extends an indexed one)
-            has_cr = _find_everywhere(text, self._cr) >= 0  # (`in`: an item-by-item scan on mmap)
-        self.has_cr = has_cr
         self._has_escape: bool | None = None
+        if has_cr is None and isinstance(text, mmap.mmap):
+            # One pass over a mapped file for both (each pass reads every page in again).
+            has_cr, self._has_escape = (found >= 0 for found in _find_each(text, (b"\r", b"\x1b")))
+        elif has_cr is None:  # (known already when the text extends an indexed one)
+            has_cr = text.find(self._cr) >= 0
+        self.has_cr = has_cr
         self.invalid_utf8_line: int | None = None  # first line seen with undecodable bytes
         self._utf8_error: int | object | None = _UNCHECKED  # see `first_invalid_utf8`
         self._starts: array | None = None
