@@ -374,3 +374,44 @@ def test_numbering_holds_no_set_or_dict_of_every_line() -> None:
         tracemalloc.stop()
     assert found[1][:3] == [(0, 0), (12, 2), (24, 4)]
     assert peak < 40 * count
+
+
+@TOOLS
+@given(
+    lines=st.lists(
+        st.lists(
+            st.sampled_from(["12:34:", "Error", "r", "x" * 300, ":", "0:", "\x00", "模", " "]), max_size=5
+        ).map("".join),
+        max_size=30,
+    )
+)
+@settings(max_examples=40, deadline=None)
+def test_a_tools_rows_are_read_by_their_numbers_whatever_the_lines_hold(kind: str, lines: list[str]) -> None:
+    """rg prints only the numbers of a line longer than a byte; lines that look like rows
+    themselves, one-byte lines, long lines, empty lines: every line is found as `find` finds it."""
+    text = "\n".join(lines)
+    literals = ["Error", "r", "模"]
+    expected = [
+        (start, LogIndex(text).line_of(start))
+        for start, _ in prefilter._python_scan(LogIndex(text), literals, 0)
+    ]
+    found = prefilter.candidate_lines(LogIndex(text.encode("utf-8")), literals, tool=tool(kind))
+    assert [number for _, number in found] == [number for _, number in expected]
+
+
+@pytest.mark.parametrize(
+    ("output", "rows"),
+    [
+        (b"", []),
+        (b"3:10:text\n", [(2, 10)]),
+        (b"3:10:[Omitted long line with 2 matches]\n7:99:r\n", [(2, 10), (6, 99)]),
+        (b"3:10:no final newline", [(2, 10)]),
+        (b"3:10:12:34:a row's text\n5:0:7:8:\n", [(2, 10), (4, 0)]),
+        (b"3:10:a\nnot a row\n", None),
+        (b"3:10:a\n\n", None),
+        (b"3:x:a\n", None),
+        (b"3:10\n", None),
+    ],
+)
+def test_a_tools_output_is_read_as_rows_or_refused(output: bytes, rows) -> None:
+    assert prefilter._parse_rows(output) == rows

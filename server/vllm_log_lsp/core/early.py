@@ -52,10 +52,10 @@ _attempted = False  # (whether this process looked at the cache: only then is it
 
 
 def rg_command(binary: str, literals: Sequence[str], path: str | None) -> list[str]:
-    """An rg command printing `LINE:BYTEOFFSET:text` for each line holding any literal (text
-    omitted beyond the first column: only the numbers are read)."""
+    """An rg command printing `LINE:BYTEOFFSET:text` for each line holding any literal (the text
+    of a line longer than a byte left out: only the numbers are read)."""
     # No config file, no BOM sniffing or transcoding, binary data searched as text.
-    command = [binary, "--no-config", "--no-heading", "--encoding", "none", "-a", "-n", "-b", "-F"]
+    command = [binary, "--no-config", "--no-heading", "--encoding", "none", "-a", "-n", "-b", "-F", "-M", "1"]
     for literal in literals:
         command += ["-e", literal]
     return [*command, "--", path if path is not None else "-"]

@@ -25,13 +25,14 @@ import bisect
 import functools
 import heapq
 import os
+import re
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from operator import itemgetter
 
 # subprocess and threading are imported where a tool runs: a small log never needs them, and they
 # cost a `check` of one a noticeable share of its start-up.
-from . import early
+from . import early, regexes
 from .text import LogIndex
 from .tools import find_program
 
@@ -484,18 +485,15 @@ def _tool_scan(
 
 def _parse_rows(output: bytes) -> list[tuple[int, int]] | None:
     """(0-based line number, byte offset) of each `LINE:BYTEOFFSET:text` row; None when a row
-    is not one."""
-    rows = []
-    for row in output.split(b"\n"):
-        if not row:
-            continue
-        number, _, rest = row.partition(b":")
-        offset, _, _ = rest.partition(b":")
-        try:
-            rows.append((int(number) - 1, int(offset)))
-        except ValueError:
-            return None
-    return rows
+    is not one. (Matched in place: no list of the rows is made, which for every line of a
+    100 MB log would be bigger than the output.)"""
+    rows = [(int(found[1]) - 1, int(found[2])) for found in _ROW.finditer(output)]
+    lines = output.count(b"\n") + (not output.endswith(b"\n") and len(output) > 0)
+    return rows if len(rows) == lines else None  # (a line that is not a row: not the tool's output)
+
+
+# A row's line number and byte offset, at the start of each line of a tool's output.
+_ROW = regexes.compile(rb"^([0-9]+):([0-9]+):", re.MULTILINE)
 
 
 def _rows_by_line(index: LogIndex, output: bytes, begin: int) -> list[tuple[int, int | None]] | None:
