@@ -46,6 +46,21 @@ def read_log(path: Path) -> str:
     return path.read_bytes().decode("utf-8", errors="replace")
 
 
+def traceback_headers(text) -> list[tuple[int, int]]:
+    """(offset, line) of every traceback header line of `text` (a text or a `LogIndex` of one)."""
+    from vllm_log_lsp.core.text import LogIndex
+    from vllm_log_lsp.core.tracebacks import TRACEBACK_HEADER
+
+    index = text if isinstance(text, LogIndex) else LogIndex(text)
+    found = []
+    pos = index.find(TRACEBACK_HEADER)
+    while pos >= 0:
+        start = index.line_start_at(pos)
+        found.append((start, index.line_of(start)))
+        pos = index.find(TRACEBACK_HEADER, index.line_end_at(pos))
+    return found
+
+
 def lsp_lines(text: str) -> list[str]:
     """Split like LSP: on \\r\\n, \\r and \\n (a reference for the index under test)."""
     import re

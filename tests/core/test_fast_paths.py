@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support import CRASH, FORMATS, crash_labels, healthy_logs, read_log
+from support import CRASH, FORMATS, crash_labels, healthy_logs, read_log, traceback_headers
 from vllm_log_lsp.core import text as text_mod
 from vllm_log_lsp.core import tracebacks
 from vllm_log_lsp.core.lines import parse_line
@@ -71,6 +71,43 @@ def test_literal_window_is_the_plain_window_filtered(
         assert list(both) == [(n, t) for n, t in every if ("li" in t and "x" in t) or "\x1b" in t]
 
 
+# Whole lines, most holding the literals (a writer's lines in a row: the window reads them as one
+# block while they do, `LineWindow._run`).
+LINES = ["lit x", "lit", "li t", "x lit 模", "other", "", "lit\x1b[0m", "\x1b[1m", "litx" * 40]
+line_texts = st.tuples(
+    st.lists(st.sampled_from(LINES), max_size=40), st.sampled_from(["\n", "\r\n"]), st.booleans()
+).map(lambda t: t[1].join(t[0]) + (t[1] if t[2] else ""))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=line_texts,
+    first_line=st.integers(0, 4),
+    limit=st.sampled_from([0, 1, 2, 3, 5, 8, 40]),
+    block=st.sampled_from([1, 7, 1 << 16]),
+    run_block=st.sampled_from([1, 2, 9, 30, 1 << 10]),
+    near=st.sampled_from([0, 4, 1 << 16]),
+)
+def test_a_window_reading_runs_of_lines_is_the_plain_window_filtered(
+    text: str, first_line: int, limit: int, block: int, run_block: int, near: int, tmp_path_factory
+) -> None:
+    for index in as_indexes(text, tmp_path_factory):
+        first_line = min(first_line, index.line_count - 1)
+        start = index.line_start(first_line)
+        every, ended = plain_window(index, start, first_line, limit)
+        for literals in (("lit",), ("lit", "x")):
+            window = LineWindow(index, start, first_line, limit, literals)
+            window._FIRST_BLOCK, window._NEAR = block, near
+            window._RUN_BLOCK = window._MAX_RUN_BLOCK = run_block
+            got = []
+            for number, line in window:
+                got.append((number, line))
+                assert window.at_last_line == (number == index.line_count - 1)
+            wanted = [(n, t) for n, t in every if all(lit in t for lit in literals) or "\x1b" in t]
+            assert got == wanted
+            assert window.reached_end == ended
+
+
 @FAST
 @given(texts, st.integers(0, 12))
 def test_plain_window_ends_where_the_text_ends(text: str, limit: int) -> None:
@@ -79,18 +116,6 @@ def test_plain_window_ends_where_the_text_ends(text: str, limit: int) -> None:
     count = index.line_count
     assert [n for n, _ in lines] == list(range(min(limit, count)))
     assert ended == (limit > 0 and count <= limit)
-
-
-def traceback_headers(text: str) -> list[tuple[int, int]]:
-    """(offset, line) of every traceback header line of `text`."""
-    index = LogIndex(text)
-    found = []
-    pos = index.find(TRACEBACK_HEADER)
-    while pos >= 0:
-        start = index.line_start_at(pos)
-        found.append((start, index.line_of(start)))
-        pos = index.find(TRACEBACK_HEADER, index.line_end_at(pos))
-    return found
 
 
 def read_both_ways(text: str, monkeypatch) -> None:

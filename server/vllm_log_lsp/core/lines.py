@@ -26,7 +26,7 @@ from sys import intern
 
 from . import regexes
 from .model import LogLine
-from .text import strip_ansi
+from .text import ESCAPE, strip_ansi
 
 _OUTER = regexes.compile(
     r"""
@@ -86,6 +86,8 @@ _OTHER_HEADER = regexes.compile(
 
 # How far into a line a user's VLLM_LOGGING_PREFIX may push vLLM's header.
 _MAX_USER_PREFIX = 80
+# How far past the process prefixes the header search reaches (`_layout_of`).
+_HEADER_REACH = _MAX_USER_PREFIX + 60
 
 
 # The outer prefix learned from the log being analysed (see `learn_outer_prefix`) with the
@@ -155,9 +157,13 @@ class _Layout:
 def parse_line(number: int, raw: str) -> LogLine:
     """Parse one line (without its line break) into a LogLine. Never raises."""
     clean, colmap = strip_ansi(raw)
-    parsing = _LEARNED.get()
+    return _line_from(number, raw, clean, colmap, _remembered_layout(clean, _LEARNED.get()))
+
+
+def _remembered_layout(clean: str, parsing: _Parsing) -> _Layout:
+    """The layout of `clean` (see `_Layout`), remembered by its digit-masked text."""
     if len(clean) > _MEMO_MAX_LINE:
-        return _line_from(number, raw, clean, colmap, _layout_of(clean, parsing.learned))
+        return _layout_of(clean, parsing.learned)
     key = clean.encode("utf-8", "surrogatepass").translate(_MASK_DIGITS)
     layouts = parsing.layouts
     layout = layouts.get(key)
@@ -166,7 +172,92 @@ def parse_line(number: int, raw: str) -> LogLine:
         if len(layouts) >= _MEMO_MAX_LAYOUTS:
             layouts.clear()
         layouts[key] = layout
-    return _line_from(number, raw, clean, colmap, layout)
+    return layout
+
+
+class WriterPrefix:
+    """The text a writer's lines start with, up to their message, as one line printed it, when
+    every line starting with that text parses as a line of the same writer (stream, process,
+    level, time, source) whose message is the rest: its lines are then taken apart by slicing
+    (`message_of`, `line`), with no `parse_line` each. See `writer_prefix` for when that holds.
+    """
+
+    __slots__ = ("bare", "first", "length", "text")
+
+    def __init__(self, text: str, first: LogLine, bare: bool) -> None:
+        self.text = text
+        self.length = len(text)
+        self.first = first
+        # No logger header: the rest of a line might start one (or another prefix), so only a
+        # rest that cannot is taken (see `message_of`).
+        self.bare = bare
+
+    def message_of(self, raw: str) -> str | None:
+        """The message of `raw` (one line) when it parses as a line of this writer with the text
+        after the prefix as its message; None when it might not (then parse it)."""
+        if not raw.startswith(self.text) or ESCAPE in raw or "m(" in raw:  # (`strip_ansi`'s test)
+            return None
+        length = self.length
+        # After a bare prefix (it ends in a space), a rest starting with one more space starts no
+        # runtime, process or uvicorn/logging prefix, and no vLLM header lies in reach of the
+        # header search without its `.py:`.
+        if (
+            self.bare
+            and len(raw) > length
+            and (raw[length] != " " or raw.find(".py:", length, length + _HEADER_REACH) >= 0)
+        ):
+            return None
+        return raw[length:].rstrip("\r")
+
+    def line(self, number: int, raw: str, message: str) -> LogLine:
+        """The LogLine `parse_line(number, raw)` gives for a line whose `message_of` is `message`."""
+        first = self.first
+        return LogLine(
+            number,
+            raw,
+            message,
+            self.length,
+            first.stream,
+            first.process,
+            first.pid,
+            first.level,
+            first.timestamp,
+            first.source,
+            first.outer,
+        )
+
+
+def writer_prefix(line: LogLine) -> WriterPrefix | None:
+    """The prefix of `line`'s writer that its other lines share (see `WriterPrefix`), when a
+    line starting with it provably parses alike; None otherwise (then each line is parsed).
+
+    Why the parse of `prefix + rest` cannot depend on `rest` in the cases taken:
+    - no colour code in the line (`strip_ansi` changes nothing) and no learned outer prefix;
+    - with vLLM's header, the prefix ends with the header's `] ` (its optional space taken).
+      The runtime and process prefixes before it, and the header search, are decided inside
+      the prefix: each of their patterns stops at a space or a fixed character before reaching
+      the header's end, except Ray's `(autoscaler[^)]*` which may run to a `)` anywhere in the
+      line (so a prefix where that attempt is made is not taken); nothing else is read after
+      the header;
+    - without a header (a raw traceback), the prefix is empty or ends with the optional space
+      of its last prefix, and the line's rest must start with a space and hold no `.py:` in
+      the header search's reach (`WriterPrefix.message_of`): a space starts no further prefix
+      and no uvicorn or logging header, and is no compose service's implausible follow-up.
+    tests/core/test_writer_prefix.py checks this against `parse_line` on adversarial rests.
+    """
+    clean = line.text
+    parsing = _LEARNED.get()
+    if ESCAPE in clean or "m(" in clean or parsing.learned is not None:
+        return None
+    layout = _remembered_layout(clean, parsing)
+    prefix = clean[: layout.message_start]
+    if layout.header is not None:
+        if not prefix.endswith("] ") or clean.startswith("(autoscaler", layout.writer_end):
+            return None
+        return WriterPrefix(prefix, line, bare=False)
+    if layout.level is not None or (prefix and not prefix.endswith(" ")):
+        return None
+    return WriterPrefix(prefix, line, bare=True)
 
 
 def _layout_of(clean: str, learned: re.Pattern[str] | None) -> _Layout:
@@ -192,7 +283,7 @@ def _layout_of(clean: str, learned: re.Pattern[str] | None) -> _Layout:
     if layout.journal:
         starts.append(layout.journal[0])
     layout.writer_start = min(starts, default=pos)
-    header = _VLLM_HEADER.search(clean, pos, pos + _MAX_USER_PREFIX + 60)
+    header = _VLLM_HEADER.search(clean, pos, pos + _HEADER_REACH)
     if header and header.start() - pos <= _MAX_USER_PREFIX:
         layout.level = header.group("level")
         layout.header = (*header.span("date"), *header.span("source"))

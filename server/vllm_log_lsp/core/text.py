@@ -17,7 +17,7 @@ import bisect
 import mmap
 import re
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from itertools import accumulate
 
 from . import regexes
@@ -795,6 +795,52 @@ class LineWindow:
         self._known = (offset, line)
         return line
 
+    #: Text read at a time by `_run` at first (doubled while all of it is the window's lines).
+    _RUN_BLOCK = 1 << 10
+    _MAX_RUN_BLOCK = 1 << 16
+
+    def _run(
+        self, needles: list[Needle], rest: tuple[str, ...], start: int, number: int, last: int
+    ) -> Generator[tuple[int, str], None, tuple[int, int] | None]:
+        """Yield the window's lines from the one at `start` (numbered `number`) on while each
+        holds a needle, as `_lines_holding` yields them, reading a block of text at a time (one
+        slice and split where the search takes a find, two line-end searches and a slice per
+        line). Returns (start, number) of the first line holding none, or None when the
+        window has ended. A text without `\r` only (the block is split on `\n`); `number` is
+        at most `last`."""
+        index = self.index
+        text, n, nl = index.text, len(index.text), index._nl
+        literal, escape = needles[0], needles[1] if len(needles) > 1 else None
+        decode = None if isinstance(text, str) else self._decoded
+        block = self._RUN_BLOCK
+        while True:
+            hi = min(n, start + block)
+            if hi < n:  # the block ends at a line end
+                cut = text.rfind(nl, start, hi)
+                if cut < 0:
+                    return start, number  # (a line longer than the block: searched for as usual)
+                hi = cut
+            for piece in text[start:hi].split(nl):
+                end = start + len(piece)
+                if literal not in piece and (escape is None or escape not in piece):
+                    return start, number
+                line = piece if decode is None else decode(piece, start, end)
+                if not rest or ESCAPE in line or all(literal in line for literal in rest):
+                    self.at_last_line = end >= n
+                    yield number, line
+                if end >= n:
+                    self.reached_end = True
+                    return None
+                if number == last:
+                    return None
+                start, number = end + 1, number + 1
+            block = min(block * 2, self._MAX_RUN_BLOCK)
+
+    def _decoded(self, piece: bytes, start: int, end: int) -> str:
+        """`index.slice(start, end)` of a line whose bytes `piece` are at hand."""
+        line = piece.decode("utf-8", "replace")
+        return line if "\ufffd" not in line else self.index.slice(start, end)
+
     def _lines_holding(self) -> Iterator[tuple[int, str]]:
         index, n = self.index, len(self.index.text)
         needles = [index._lit(self.literals[0])]
@@ -826,6 +872,7 @@ class LineWindow:
                 number = self._number(max(start, self._known[0]))
             if number > last:
                 return
+            consecutive = start == next_start
             text = index.slice(start, end)
             if not rest or ESCAPE in text or all(literal in text for literal in rest):
                 self.at_last_line = end >= n
@@ -837,3 +884,12 @@ class LineWindow:
                 return
             pos = next_start = index._after_break(end)
             next_number = number + 1
+            if consecutive and not index.has_cr:
+                # Two of the window's lines in a row (a traceback): the next ones probably
+                # are too, and are read as one block while they are.
+                stopped = yield from self._run(needles, rest, pos, next_number, last)
+                if stopped is None:
+                    return
+                pos = next_start = stopped[0]
+                next_number = stopped[1]
+                self._known = stopped

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from sys import intern
 
 from . import regexes
-from .lines import parse_line
+from .lines import WriterPrefix, parse_line, writer_prefix
 from .model import ExceptionEvent, Frame, LogLine, Span
 from .records import dataclass, field
 from .text import LogIndex
@@ -175,12 +175,41 @@ def stream_literals(line: LogLine) -> tuple[str, ...]:
     return _pieces(line, [])
 
 
+# Pieces by the writer's fields and its pid as printed: one log has few writers, and each of its
+# tracebacks and timestamp look-ups asks again.
+_PIECES: dict[tuple[str, str | None, str | None, tuple[str, ...]], tuple[str, ...]] = {}
+_MAX_PIECES = 1024
+_DIGITS = regexes.compile(r"\d+")
+
+
 def _pieces(first: LogLine, found: list[str]) -> tuple[str, ...]:
-    if first.process:
-        # The digits as printed (`pid=07` is parsed as 7).
-        printed = re.search(re.escape(first.process) + r" pid=\d+", first.text)
-        found.append(printed.group(0) if printed else f"{first.process} pid=")
-    pieces = sorted((p for p in re.split(r"[|/:]", first.stream) if p), key=len, reverse=True)
+    printed = _printed_process(first) if first.process else None
+    key = (first.stream, first.process, printed, tuple(found))
+    pieces = _PIECES.get(key)
+    if pieces is None:
+        if len(_PIECES) >= _MAX_PIECES:
+            _PIECES.clear()
+        pieces = _PIECES[key] = _pieces_of(first.stream, first.process, printed, found)
+    return pieces
+
+
+def _printed_process(first: LogLine) -> str | None:
+    """`Name pid=N` as `first`'s text prints it (`pid=07` is parsed as 7): the first `Name pid=`
+    followed by a digit, with its digits (what `re.search(Name + r" pid=\\d+")` finds)."""
+    head = f"{first.process} pid="
+    at = first.text.find(head)
+    while at >= 0:
+        digits = _DIGITS.match(first.text, at + len(head))
+        if digits:
+            return first.text[at : digits.end()]
+        at = first.text.find(head, at + 1)
+    return None
+
+
+def _pieces_of(stream: str, process: str | None, printed: str | None, found: list[str]) -> tuple[str, ...]:
+    if process:
+        found.append(printed or f"{process} pid=")
+    pieces = sorted((p for p in re.split(r"[|/:]", stream) if p), key=len, reverse=True)
     found.extend(p for p in pieces if not any(p in f for f in found))
     # A colour code that lost its ESC is stripped next to a parenthesis (`[0;36m(Name pid=1)`):
     # a piece holding one might be split by a code in the raw text.
@@ -217,19 +246,28 @@ def read_traceback(
             tb.preamble = prev.message.strip()
             tb.preamble_record = prev
             break
-    reader = _ChainReader(tb)
+    # The writer's lines that start as the header's line does are sliced, not parsed (most of
+    # a traceback: see `writer_prefix`).
+    prefix = writer_prefix(first) if _SLICE_WRITER_LINES else None
+    reader = _ChainReader(tb, prefix, parsed)
     # Only lines that can be the writer's are read: other processes' lines in between are
     # skipped at C speed (see `LineWindow`).
     start = index.next_line_start(start_offset)
     limit = _MAX_LINES if until is None else min(_MAX_LINES, until - first.number - 1)
     window = index.window(start, first.number + 1, limit, writer_literals(first))
+    feed = reader.feed
     for number, raw in window:
-        line = parse_line(number, raw)
-        if parsed is not None:
-            parsed[number] = line
-        if not _same_writer(line, first):
-            continue
-        if not reader.feed(line):
+        message = prefix.message_of(raw) if prefix is not None else None
+        if message is not None:
+            fed = feed(number, raw, message, None)
+        else:
+            line = parse_line(number, raw)
+            if parsed is not None:
+                parsed[number] = line
+            if not _same_writer(line, first):
+                continue
+            fed = feed(number, raw, line.message, line)
+        if not fed:
             # Ended by the text's last line: in a growing log that line may be cut, and read
             # whole it may continue the traceback instead.
             tb.open = window.at_last_line
@@ -242,11 +280,19 @@ def read_traceback(
     return tb
 
 
-class _ChainReader:
-    """A small state machine fed one same-writer line at a time."""
+# Whether the writer's lines that share the header's prefix are sliced instead of parsed (off:
+# the reference the tests compare with).
+_SLICE_WRITER_LINES = True
 
-    def __init__(self, tb: Traceback) -> None:
+
+class _ChainReader:
+    """A small state machine fed one same-writer line at a time: a parsed `LogLine`, or (None)
+    a line of `prefix`'s writer whose record is made only where one is kept (an exception's)."""
+
+    def __init__(self, tb: Traceback, prefix: WriterPrefix | None, parsed: dict[int, LogLine] | None) -> None:
         self.tb = tb
+        self.prefix = prefix
+        self.parsed = parsed
         self.frames: list[Frame] = []
         self.context: list[str] = []
         self.state = "frames"  # frames | code | exception | between
@@ -255,20 +301,21 @@ class _ChainReader:
         self.blanks = 0
         self.current: dict | None = None  # the exception being read (message may continue)
 
-    def feed(self, line: LogLine) -> bool:
-        """Consume a line; False when the traceback has ended."""
-        message = clean_message(line.message)
+    def feed(self, number: int, raw: str, message: str, line: LogLine | None) -> bool:
+        """Consume line `number` (its text `raw`, its message, and its record unless it is one
+        of `prefix`'s lines); False when the traceback has ended."""
+        message = clean_message(message)
         stripped = message.strip()
         if self.state in ("exception", "between"):
-            return self._after_exception(line, message, stripped)
+            return self._after_exception(number, raw, line, message, stripped)
         if not stripped:
             return True
         frame = _FRAME.match(message) if stripped.startswith("File ") else None
         if frame:
-            self._take_frame(line, frame)
+            self._take_frame(number, frame)
             return True
         if is_caret_or_elision(message, stripped):
-            self.tb.lines.append(line.number)
+            self.tb.lines.append(number)
             return True
         indented = message[:1].isspace()
         # Code under a frame is indented; in a paste that lost its indentation, the first line
@@ -277,31 +324,39 @@ class _ChainReader:
         if self.state == "code" and (indented or (not self.code_taken and not match)):
             self.code_taken = True
             self.context.append(intern(stripped))
-            self.tb.lines.append(line.number)
+            self.tb.lines.append(number)
             return True
         if match is None:
             match = looks_like_exception(message)
         if match and (self.frames or self.tb.chain or self.state == "code"):
-            self._start_exception(line, match)
+            self._start_exception(line or self._record(number, raw), match)
             return True
         if stripped == TRACEBACK_HEADER:
-            self.tb.lines.append(line.number)
+            self.tb.lines.append(number)
             return True
         self.stray += 1
         return self.stray <= _MAX_STRAY
 
-    def _take_frame(self, line: LogLine, frame: re.Match[str]) -> None:
+    def _record(self, number: int, raw: str) -> LogLine:
+        """The record of one of `prefix`'s lines (an exception's: the scan reads it again)."""
+        assert self.prefix is not None
+        line = self.prefix.line(number, raw, raw[self.prefix.length :].rstrip("\r"))
+        if self.parsed is not None:
+            self.parsed[number] = line
+        return line
+
+    def _take_frame(self, number: int, frame: re.Match[str]) -> None:
         lineno, function = frame.group("lineno"), frame.group("func")
         # Copies of a traceback repeat their frames: they share one text of each path and name.
         self.frames.append(
             Frame(
-                line.number,
+                number,
                 intern(frame.group("path")),
                 int(lineno) if lineno else None,
                 function and intern(function),
             )
         )
-        self.tb.lines.append(line.number)
+        self.tb.lines.append(number)
         self.state = "code"
         self.code_taken = False
         self.stray = 0
@@ -320,10 +375,12 @@ class _ChainReader:
         self.tb.lines.append(line.number)
         self.state = "exception"
 
-    def _after_exception(self, line: LogLine, message: str, stripped: str) -> bool:
+    def _after_exception(
+        self, number: int, raw: str, line: LogLine | None, message: str, stripped: str
+    ) -> bool:
         if is_chain_line(message, stripped):
             self._close_exception()
-            self.tb.lines.append(line.number)
+            self.tb.lines.append(number)
             self.state = "between"
             return True
         if not stripped:
@@ -333,11 +390,11 @@ class _ChainReader:
         if stripped.startswith("File ") and (frame := _FRAME.match(message)):
             # Ray prints the remote traceback right under `RayTaskError(X): ...`.
             self._close_exception()
-            self._take_frame(line, frame)
+            self._take_frame(number, frame)
             return True
         if stripped == TRACEBACK_HEADER:
             if self.state == "between":
-                self.tb.lines.append(line.number)
+                self.tb.lines.append(number)
                 self.state = "frames"
                 return True
             return False  # a new, separate traceback from the same writer
@@ -350,13 +407,14 @@ class _ChainReader:
             )
             # A line with a logger level of its own (uvicorn's `INFO:`) is another writer's, even
             # when a raw traceback shares its stream; a first continuation follows right below.
-            continues = continues and line.level == self.tb.level
-            if not self.current["message"] and line.number != self.current["line"].number + 1:
+            # (a line of `prefix`'s writer has the header's level)
+            continues = continues and (line is None or line.level == self.tb.level)
+            if not self.current["message"] and number != self.current["line"].number + 1:
                 continues = False
             if continues and len(self.current["message"]) < _MAX_MESSAGE_LINES:
                 self.current["message"].append(stripped)
-                self.current["lines"].append(line.number)
-                self.tb.lines.append(line.number)
+                self.current["lines"].append(number)
+                self.tb.lines.append(number)
                 return True
         return False
 
