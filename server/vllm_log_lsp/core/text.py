@@ -811,7 +811,6 @@ class LineWindow:
         index = self.index
         text, n, nl = index.text, len(index.text), index._nl
         literal, escape = needles[0], needles[1] if len(needles) > 1 else None
-        decode = None if isinstance(text, str) else self._decoded
         block = self._RUN_BLOCK
         while True:
             hi = min(n, start + block)
@@ -824,7 +823,7 @@ class LineWindow:
                 end = start + len(piece)
                 if literal not in piece and (escape is None or escape not in piece):
                     return start, number
-                line = piece if decode is None else decode(piece, start, end)
+                line = piece if isinstance(piece, str) else self._decoded(piece, start, end)
                 if not rest or ESCAPE in line or all(literal in line for literal in rest):
                     self.at_last_line = end >= n
                     yield number, line
