@@ -1,6 +1,6 @@
 """A mapped file's pages are let go once a whole-file pass has read them (the UTF-8 check, the
-searches for a `\\r` or an ESC): the process holds what it still reads, not the whole file, and
-every answer is what the same pass over the file's bytes gives."""
+searches for a `\\r` or an ESC, the automaton's search): the process holds what it still reads,
+not the whole file, and every answer is what the same pass over the file's bytes gives."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vllm_log_lsp.core import source
+from vllm_log_lsp.core import prefilter, source
 from vllm_log_lsp.core.source import find_releasing, first_invalid_utf8, release_pages
 from vllm_log_lsp.core.text import LogIndex
 
 PAGE = mmap.PAGESIZE
+NEEDS_AUTOMATON = pytest.mark.skipif(prefilter._automaton(("x",), True) is None, reason="no ahocorasick-rs")
 
 
 def mapped(path: Path) -> mmap.mmap:
@@ -96,8 +97,18 @@ def _file_rss() -> int:
         lambda view: first_invalid_utf8(view),
         lambda view: LogIndex(view).has_cr,
         lambda view: LogIndex(view, has_cr=False).has_escape,
+        pytest.param(
+            lambda view: prefilter.automaton_scan(LogIndex(view, has_cr=False), ["never", "zzz"]),
+            marks=NEEDS_AUTOMATON,
+        ),
+        pytest.param(
+            lambda view: prefilter._automaton_groups(
+                LogIndex(view, has_cr=False), [["never"], ["zzz"]], 0, []
+            ),
+            marks=NEEDS_AUTOMATON,
+        ),
     ],
-    ids=["utf8", "cr", "escape"],
+    ids=["utf8", "cr", "escape", "automaton", "automaton-groups"],
 )
 def test_a_whole_file_pass_does_not_keep_the_file_in_memory(whole_file_pass, tmp_path: Path) -> None:
     size = 48 << 20
@@ -109,3 +120,61 @@ def test_a_whole_file_pass_does_not_keep_the_file_in_memory(whole_file_pass, tmp
     whole_file_pass(view)
     assert _file_rss() - before < size // 4
     assert view[-len(line) :] == line
+
+
+PEAK_SCRIPT = """
+import mmap, sys
+from vllm_log_lsp.core import prefilter
+from vllm_log_lsp.core.text import LogIndex
+
+def peak():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+
+with open(sys.argv[1], "rb") as handle:
+    view = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+index = LogIndex(view, has_cr=False)
+before = peak()
+if sys.argv[2] == "scan":
+    prefilter.automaton_scan(index, ["never", "zzz"])
+else:
+    prefilter._automaton_groups(index, [["never"], ["zzz"]], 0, [])
+print(peak() - before)
+"""
+
+
+@NEEDS_AUTOMATON
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="Linux")
+@pytest.mark.parametrize("way", ["scan", "groups"])
+def test_the_automaton_never_holds_the_whole_file(way: str, tmp_path: Path) -> None:
+    """The automaton searches a mapped file a piece at a time, releasing each: the process's
+    peak memory grows by a few pieces, not by the file (a large log with rare candidates)."""
+    import subprocess
+    import sys
+
+    size = 64 << 20
+    path = tmp_path / "big.log"
+    path.write_bytes(b"INFO a healthy line of a log, nothing to find here at all\n" * (size // 60))
+    grown = subprocess.run(
+        [sys.executable, "-c", PEAK_SCRIPT, str(path), way], capture_output=True, text=True, check=True
+    ).stdout
+    assert int(grown) < size // 4
+
+
+@NEEDS_AUTOMATON
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/status") or not hasattr(mmap, "MADV_DONTNEED"), reason="Linux"
+)
+def test_finding_and_numbering_lines_spread_over_a_file_leaves_it_released(tmp_path: Path) -> None:
+    """Reading around each candidate maps the pages near it (and the kernel maps neighbours
+    with them), numbering counts every line break before it: both are released behind."""
+    size = 48 << 20
+    path = tmp_path / "big.log"
+    block = b"INFO a healthy line of a log, nothing to find here at all\n" * 2000 + b"ERROR Error here\n"
+    path.write_bytes(block * (size // len(block)))
+    view = mapped(path)
+    before = _file_rss()
+    found = prefilter.candidate_lines_by_group(LogIndex(view, has_cr=False), [["Error"], ["never"]])
+    assert len(found[0]) == size // len(block)
+    assert found[0][1][1] == 4001
+    assert _file_rss() - before < size // 4

@@ -33,6 +33,7 @@ from operator import itemgetter
 # subprocess and threading are imported where a tool runs: a small log never needs them, and they
 # cost a `check` of one a noticeable share of its start-up.
 from . import early, regexes
+from .source import release_pages
 from .text import LogIndex
 from .tools import find_program
 
@@ -135,12 +136,15 @@ def _number_in_order(index: LogIndex, found: list[list[tuple[int, int | None]]])
     ordered = groups[0] if len(groups) == 1 else heapq.merge(*groups, key=itemgetter(0))
     starts, numbers = array("q"), array("q")
     last, unnumbered = -1, False
+    released = 0  # (counting reads a mapped file's pages: let go those it has passed)
     for start, number in ordered:
         if start == last:  # (the same line, found by another group)
             unnumbered = unnumbered or number is None
             continue
         if number is None:
             number, unnumbered = index.line_of(start), True
+            if start - released >= _RELEASE_STEP:
+                released = release_pages(index.text, released, start)
         else:
             index.remember(start, number)
         starts.append(start)
@@ -148,10 +152,15 @@ def _number_in_order(index: LogIndex, found: list[list[tuple[int, int | None]]])
         last = start
     if not unnumbered:
         return
+    release_pages(index.text, released, last)
     for lines in groups:
         for at, (start, number) in enumerate(lines):
             if number is None:
                 lines[at] = (start, numbers[bisect.bisect_left(starts, start)])
+
+
+#: How far the numbering sweep goes past the pages it released last before it releases again.
+_RELEASE_STEP = 1 << 22
 
 
 def _file_tool_groups(
@@ -238,12 +247,14 @@ def _automaton_groups(
     automata = [_automaton(tuple(group), True) if group else None for group in sets]
     if any(a is None for a, group in zip(automata, sets, strict=True) if group):
         return None
-    [(offset, piece)] = _pieces(index, begin)
 
-    def search() -> list[list[tuple[int, int, int]]]:
-        return [a.find_matches_as_indexes(piece) if a is not None else [] for a in automata]
+    def search() -> list[list[tuple[int, list[tuple[int, int, int]]]]]:
+        return _search_bytes(index, automata, begin)
 
-    return [_match_lines(index, offset, matches) for matches in _in_thread(search, pending)]
+    return [
+        [line for offset, matches in pieces for line in _match_lines(index, offset, matches)]
+        for pieces in _in_thread(search, pending)
+    ]
 
 
 def _split_by_group(index: LogIndex, sets: list[list[str]], begin: int) -> list[list[tuple[int, int | None]]]:
@@ -313,6 +324,8 @@ def _spans_lines(literals: Iterable[str]) -> bool:
 AUTOMATON_THRESHOLD = 1 << 18
 #: Characters of an editor's text searched at a time (ahocorasick-rs keeps a UTF-8 copy of a str).
 _AUTOMATON_PIECE = 1 << 22
+#: Bytes of a file searched at a time (a mapped file's pages are released after each piece).
+_BYTES_PIECE = 1 << 23
 
 
 @functools.lru_cache(maxsize=8)
@@ -342,9 +355,34 @@ def automaton_scan(
     automaton = _automaton(tuple(literals), index.is_bytes)
     if automaton is None:
         return None
-    found: list[tuple[int, int | None]] = []
-    for offset, piece in _pieces(index, begin):
-        found += _match_lines(index, offset, automaton.find_matches_as_indexes(piece))
+    if index.is_bytes:
+        [pieces] = _search_bytes(index, [automaton], begin)
+    else:
+        pieces = [
+            (offset, automaton.find_matches_as_indexes(piece)) for offset, piece in _str_pieces(index, begin)
+        ]
+    return [line for offset, matches in pieces for line in _match_lines(index, offset, matches)]
+
+
+def _search_bytes(
+    index: LogIndex, automata: list[Any], begin: int
+) -> list[list[tuple[int, list[tuple[int, int, int]]]]]:
+    """Each automaton's matches over a file's bytes from `begin` on, as (piece offset, matches
+    in the piece) a piece at a time: pieces end after a `\n` (no literal spans one), and a
+    mapped file's pages are released once searched (all of them would be held otherwise)."""
+    text = index.text
+    found: list[list[tuple[int, list[tuple[int, int, int]]]]] = [[] for _ in automata]
+    released = begin
+    with memoryview(text) as view:  # type: ignore[arg-type]
+        start = begin
+        while start < len(text):
+            end = text.find(b"\n", start + _BYTES_PIECE) + 1 or len(text)  # type: ignore[arg-type]
+            with view[start:end] as piece:
+                for matches, automaton in zip(found, automata, strict=True):
+                    if automaton is not None:
+                        matches.append((start, automaton.find_matches_as_indexes(piece)))
+            released = release_pages(text, released, end)
+            start = end
     return found
 
 
@@ -366,13 +404,11 @@ def _match_lines(
     return found
 
 
-def _pieces(index: LogIndex, begin: int) -> Iterator[tuple[int, Any]]:
-    """(offset, piece) covering text[begin:]: the bytes as one zero-copy view; a str in pieces
-    that end after a `\n` (no literal spans one)."""
+def _str_pieces(index: LogIndex, begin: int) -> Iterator[tuple[int, str]]:
+    """(offset, piece) covering an editor's text[begin:], in pieces that end after a `\n` (no
+    literal spans one)."""
     text = index.text
-    if not isinstance(text, str):
-        yield begin, memoryview(text)[begin:] if begin else text
-        return
+    assert isinstance(text, str)
     start = begin
     while start < len(text):
         end = text.find("\n", start + _AUTOMATON_PIECE) + 1 or len(text)

@@ -177,7 +177,7 @@ def first_invalid_utf8(data: Buffer) -> int | None:
     return None
 
 
-def release_pages(data: Buffer, start: int, end: int) -> int:
+def release_pages(data: Buffer | str, start: int, end: int) -> int:
     """Let the memory of a mapped file's pages from `start` to `end` go, once they have been
     read (the pages wholly inside; other data: nothing): where they are read again they are
     mapped again from the page cache, so what the process holds stays what it still reads (a
