@@ -408,6 +408,7 @@ def test_a_known_line_cut_short_is_parsed_again_whole() -> None:
     index = LogIndex(text)
     scan = scan_lines(index, builtin_catalog())
     assert scan.lines[0].text != long  # cut by the scan
-    tb = scan.tracebacks[0]
+    tb = read_traceback(index, index.line_start(1), scan.lines[1], known=scan.lines)
     assert tb.preamble_record is not None and tb.preamble_record.text == long
+    assert scan.tracebacks[0].preamble == tb.preamble
     assert tb.preamble.endswith(" tail")

@@ -5,20 +5,25 @@
   and cuts below a limit as a filtered set would;
 - `LineMap` holds each line's last value, in any order of adding, and cuts like a filtered dict;
 - a scan's records equal the plain set and dict built from its tracebacks and lines, on the
-  corpus and on a log of thousands of logged tracebacks, where they take a fraction of the memory.
+  corpus and on a log of thousands of logged tracebacks, where they take a fraction of the memory;
+- a candidate line the scan did not keep parsed (`CandidateLines`) reads as the scan parsed it,
+  on the corpus (bytes and text) and on generated logs (tracebacks logged and raw, events of every
+  kind, lines cut by the scan, colour codes, undecodable bytes, CRLF), and after a cut.
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from support import CRASH, CRASH2, CRASH3, read_log
 from vllm_log_lsp.core.catalog import builtin_catalog
 from vllm_log_lsp.core.linesets import LineMap, LineRuns
-from vllm_log_lsp.core.scan import Scan, scan_lines, truncate_scan
+from vllm_log_lsp.core.scan import CandidateLines, Scan, scan_lines, truncate_scan
 from vllm_log_lsp.core.text import LogIndex
 
 CATALOG = builtin_catalog()
@@ -121,3 +126,100 @@ def test_a_log_of_logged_tracebacks_keeps_one_run_a_traceback() -> None:
     held = sum(sys.getsizeof(a) for a in (scan.consumed._starts, scan.consumed._ends))
     assert len(scan.consumed._starts) == 3000  # one run a traceback
     assert held * 4 < sys.getsizeof(consumed)
+
+
+# -- candidate lines: kept parsed when looked up again, else parsed again on demand --------------
+def _scan_keeping_all(index: LogIndex) -> dict[int, object]:
+    """The specification: every candidate line as the scan parsed it (nothing parsed again)."""
+    with pytest.MonkeyPatch.context() as patch:
+        original = CandidateLines.add
+        patch.setattr(CandidateLines, "add", lambda self, line, looked_up: original(self, line, True))
+        scan = scan_lines(index, CATALOG)
+        return {n: scan.lines[n] for n in scan.lines}
+
+
+def _assert_lines_as_parsed(index: LogIndex, recent: int = 1) -> Scan:
+    """Every candidate line read from a scan that keeps `recent` others parsed is as parsed."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(CandidateLines, "_RECENT", recent)
+        scan = scan_lines(index, CATALOG)
+    wanted = _scan_keeping_all(index)
+    assert list(scan.lines) == list(wanted) == list(scan.offsets)
+    for number in reversed(list(wanted)):  # (the oldest first or last: the recent ones are kept)
+        assert scan.lines[number] == wanted[number], number
+        assert scan.lines.get(number) == wanted[number]
+    assert scan.lines.get(-1) is None and (10**9 in scan.lines) is False
+    middle = list(wanted)[len(wanted) // 2] if wanted else 0
+    cut = truncate_scan(scan, middle)
+    cut.lines.bind(index, cut.offsets)  # (as the next scan_lines does)
+    assert {n: cut.lines[n] for n in cut.lines} == {n: v for n, v in wanted.items() if n < middle}
+    return scan
+
+
+@pytest.mark.parametrize("path", LOGS[::3], ids=lambda p: p.name)
+def test_corpus_candidate_lines_read_again_are_as_parsed(path: Path) -> None:
+    data = path.read_bytes()
+    for source in (data, data.decode("utf-8", "replace")):
+        for recent in (0, 1, 64):
+            _assert_lines_as_parsed(LogIndex(source), recent)
+
+
+_LINES = [
+    "(APIServer pid=1) ERROR 10-03 21:00:01 [serving_chat.py:245] Error in preprocessing prompt inputs",
+    "(APIServer pid=1) ERROR 10-03 21:00:01 [serving_chat.py:245] Traceback (most recent call last):",
+    '(APIServer pid=1) ERROR 10-03 21:00:01 [serving_chat.py:245]   File "/v/x.py", line 2, in f',
+    "(APIServer pid=1) ERROR 10-03 21:00:01 [serving_chat.py:245]     raise ValueError('Error')",
+    "(APIServer pid=1) ERROR 10-03 21:00:01 [serving_chat.py:245] ValueError: too long",
+    "ERROR 10-03 21:00:02 [core.py:1] EngineCore failed to start.",
+    "RuntimeError: Engine core initialization failed. See root cause above.",
+    "Traceback (most recent call last):",
+    '  File "a.py", line 1, in <module>',
+    "KeyboardInterrupt",
+    "INFO 10-03 21:00:03 [api_server.py:1] vLLM API server version 0.11.0",
+    "(EngineCore_DP0 pid=7) ERROR 10-03 21:00:04 [core.py:2] Error " + "y" * 20_050 + " past the cut",
+    "\x1b[1;36m(EngineCore_DP0 pid=7)\x1b[0;0m ERROR 10-03 21:00:05 [core.py:3] Error coloured",
+    "WARNING 10-03 21:00:06 [x.py:1] Exception in callback: invalid \udcff bytes",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(_LINES), max_size=120), st.sampled_from(["\n", "\r\n"]), st.integers(0, 3))
+def test_generated_candidate_lines_read_again_are_as_parsed(
+    lines: list[str], newline: str, recent: int
+) -> None:
+    """Logged and raw tracebacks, events of every kind, lines cut by the scan, colour codes and
+    undecodable bytes, more candidates than the recent ones kept."""
+    text = newline.join(lines) + newline
+    for source in (
+        text.encode("utf-8", "surrogateescape"),
+        text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
+    ):
+        _assert_lines_as_parsed(LogIndex(source), recent)
+
+
+def test_a_log_of_logged_tracebacks_keeps_the_headers_parsed() -> None:
+    """Of a traceback's three candidate lines (the logged error, its header, its exception line)
+    the header alone stays parsed; a few recent others besides."""
+    text = "".join(_REQUEST_ERROR.format(s=n % 60, n=n) for n in range(3000))
+    scan = _assert_lines_as_parsed(LogIndex(text), CandidateLines._RECENT)
+    assert len(scan.lines) == 3 * 3000
+    assert 3000 <= len(scan.lines._kept) + len(scan.lines._recent) <= 3000 + CandidateLines._RECENT
+    assert all(tb.preamble_record is None for tb in scan.tracebacks)  # (the scan's, read again)
+
+
+def test_a_grown_log_reads_its_lines_as_a_fresh_scan_does() -> None:
+    """A log read again as it grows, cut inside a line (the line read again differs): every
+    candidate line reads as a fresh scan of the whole text parses it."""
+    from vllm_log_lsp.core.analyze import Analyzer
+
+    text = "".join(_REQUEST_ERROR.format(s=n % 60, n=n) for n in range(40))
+    text = text.replace("Received request 39", "EngineCore failed to start. Received request 39")
+    for cut in (len(text) - 30, len(text) - 200, len(text) // 2 + 11):
+        analyzer = Analyzer(CATALOG)
+        analyzer.analyze(text[:cut])
+        analyzer.analyze(text)
+        assert analyzer.reused_offset > 0
+        scan = analyzer._scan
+        assert scan is not None
+        fresh = _scan_keeping_all(LogIndex(text))
+        assert {n: scan.lines[n] for n in scan.lines} == fresh

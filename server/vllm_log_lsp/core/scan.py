@@ -8,6 +8,7 @@ the traceback be read forward, following one writer, and its lines are then skip
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterator, Mapping
 
 from .catalog import Catalog, Marker
 from .lines import parse_line
@@ -46,11 +47,71 @@ class Candidate:
     inner_text: str | None = None  # a wrapper's carried message
 
 
+class CandidateLines(Mapping[int, LogLine]):
+    """The scan's candidate lines, parsed, by number (the keys of the scan's `offsets`).
+
+    Only the lines the analysis looks up again by number (a traceback's header, the line of an
+    event of its own) stay parsed, with the last `_RECENT` others (a traceback's reader looks at
+    the lines above its header); any other is parsed again from its offset when asked for,
+    exactly as the scan parsed it (`_candidate`). A log of logged request errors has a candidate
+    line in three or four, each record a few hundred bytes, and asks again for few of them.
+    """
+
+    __slots__ = ("_index", "_kept", "_offsets", "_recent")
+    _RECENT = 64
+
+    def __init__(self) -> None:
+        self._kept: dict[int, LogLine] = {}
+        self._recent: dict[int, LogLine] = {}  # (in the order added: the oldest goes first)
+        self._index: LogIndex | None = None
+        self._offsets: LineMap = LineMap()
+
+    def bind(self, index: LogIndex, offsets: LineMap) -> None:
+        """Read lines from `index` (the text being scanned) at `offsets` (the scan's)."""
+        self._index, self._offsets = index, offsets
+
+    def add(self, line: LogLine, looked_up: bool) -> None:
+        """Add a parsed candidate line (its offset is in the scan's `offsets`)."""
+        if looked_up:
+            self._kept[line.number] = line
+            self._recent.pop(line.number, None)  # (a line read again after a cut: the new one)
+            return
+        self._kept.pop(line.number, None)
+        recent = self._recent
+        recent[line.number] = line
+        if len(recent) > self._RECENT:
+            del recent[next(iter(recent))]
+
+    def __getitem__(self, number: int) -> LogLine:
+        line = self._kept.get(number) or self._recent.get(number)
+        if line is not None:
+            return line
+        if self._index is None or number not in self._offsets:
+            raise KeyError(number)
+        return _candidate(self._index, self._offsets[number], number, {})
+
+    def __contains__(self, number: object) -> bool:
+        return number in self._offsets
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._offsets)
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def below(self, limit: int) -> CandidateLines:
+        """The lines before line `limit` (bound by `scan_lines` to the text it reads then)."""
+        kept = CandidateLines()
+        kept._kept = {n: line for n, line in self._kept.items() if n < limit}
+        kept._recent = {n: line for n, line in self._recent.items() if n < limit}
+        return kept
+
+
 @dataclass
 class Scan:
     """Everything the candidate lines said, keyed by line number."""
 
-    lines: dict[int, LogLine] = field(default_factory=dict)  # (a traceback's frames and code: not kept)
+    lines: CandidateLines = field(default_factory=CandidateLines)  # (a traceback's frames, code: none)
     offsets: LineMap = field(default_factory=LineMap)  # line -> offset of its start, for `lines`
     tracebacks: list[Traceback] = field(default_factory=list)
     symptoms: list[tuple[Symptom, Marker, LogLine]] = field(default_factory=list)
@@ -86,6 +147,7 @@ def scan_lines(
     if candidates is None:
         [candidates] = candidate_lines_by_group(index, [scan_literals(catalog)], begin)
     scan = scan or Scan()
+    scan.lines.bind(index, scan.offsets)
     consumed = scan.consumed
     # Lines a traceback's reading parsed already (whole lines: the same text when within MAX_LINE).
     parsed: dict[int, LogLine] = {}
@@ -101,9 +163,9 @@ def scan_lines(
         line = restarts.lines.pop(number, None)
         if line is None:
             line = _candidate(index, start, number, parsed)
-        scan.lines[number] = line
         scan.offsets[number] = start
-        _classify_line(index, markers, scan, line, start, consumed, parsed, restarts)
+        looked_up = _classify_line(index, markers, scan, line, start, consumed, parsed, restarts)
+        scan.lines.add(line, looked_up)
     return scan
 
 
@@ -233,7 +295,9 @@ def _classify_line(
     consumed: LineRuns,
     parsed: dict[int, LogLine],
     restarts: _RunStartsAhead,
-) -> None:
+) -> bool:
+    """Interpret one candidate line; whether the analysis will look it up again by its number
+    (a traceback's header, the line of an event of its own: see `CandidateLines`)."""
     message = line.message
     if (run_start := restarts.found.get(line.number)) is not None:
         scan.run_starts.append(run_start)
@@ -257,7 +321,7 @@ def _classify_line(
         )
         scan.precursors.append((found, line))
     if line.number in consumed:
-        return
+        return False
     if message.rstrip().endswith(TRACEBACK_HEADER):
         for passed in [n for n in parsed if n < line.number]:
             del parsed[passed]  # lines behind the scan (of another writer, or no candidates)
@@ -269,16 +333,18 @@ def _classify_line(
             scan.events.append(Candidate(event, tier=0, traceback=tb))
         if not tb.chain:
             _add_logged_message(scan, tb)
-        return
+        tb.preamble_record = None  # (read: the line is the scan's, parsed again if asked for)
+        return True
     stop = markers.stop(message)
     if stop is not None:
         kind, tier, marker = stop
         event = _event_from_line(line, kind, marker.title, message.strip())
         scan.events.append(Candidate(event, tier=tier))
-        return
+        return True
     standalone = standalone_exception(line) if line.level in FATAL_LEVELS else None
     if standalone is not None:
         scan.events.append(Candidate(standalone, tier=0))
+    return standalone is not None or bool(symptom and inner)
 
 
 def _add_logged_message(scan: Scan, tb: Traceback) -> None:
@@ -311,7 +377,7 @@ def _event_from_line(line: LogLine, kind: str, type_name: str, message: str) -> 
 def truncate_scan(scan: Scan, line: int) -> Scan:
     """The part of a scan that lies before `line` (tracebacks that started before and closed)."""
     return Scan(
-        lines={n: v for n, v in scan.lines.items() if n < line},
+        lines=scan.lines.below(line),
         offsets=scan.offsets.below(line),
         tracebacks=[tb for tb in scan.tracebacks if tb.header_line < line and not tb.open],
         symptoms=[item for item in scan.symptoms if item[0].line < line],
