@@ -197,6 +197,7 @@ class Analyzer:
                 scanned = [line for line in scanned if line[0] >= start]
             scan = scan_lines(index, self.catalog, scan, start, scanned)
             stats = scan_stats(index, kept, stats_begin, stats_lines)
+            del scanned, stats_lines  # (read: not held through the analysis, a line in a few each)
             self._length, self._scan, self._index, self._stats = len(text), scan, index, stats
             return _analysis(index, self.catalog, scan, warnings, stats, self._unwrap)
 
