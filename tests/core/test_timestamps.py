@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support import CRASH, CRASH2, CRASH3, healthy_logs
+from support import CRASH, CRASH2, CRASH3, healthy_logs, read_log
 from vllm_log_lsp.core import timestamps
 from vllm_log_lsp.core.analyze import analyze
 from vllm_log_lsp.core.lines import parse_line
@@ -189,3 +189,62 @@ def test_lines_holding_a_needle_are_those_of_the_walk(
             ]
             found = list(Timestamps(index)._lines_back_holding(start, line, limit, tuple(needles)))
             assert found == walk
+
+
+_TIME_PIECES = [
+    "2025-10-03T21:22:07.000001Z ",
+    "2025-10-03 21:22:07,123 ",
+    "INFO 10-03 21:22:40 [core.py:1] ",
+    "ERROR 10-03 21:22:40.5 [x.py:2] ",
+    "(APIServer pid=1) ",
+    "svc-1  | ",
+    "\x1b[1;36m",
+    "\x1b[0m",
+    "[0;36m(",
+    "INFO 10-03 ",
+    "2025-10-03T",
+    "21:",
+    "22",
+    ":",
+    "07",
+    "22:40",
+    " [core.py:1] split",
+    "\x1b[1m",
+    " ",
+    "x" * 60,
+    "é",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_TIME_PIECES), max_size=10))
+def test_a_line_with_a_time_passes_the_pre_test(pieces: list[str]) -> None:
+    """The cheap test a line passes before it is read for a time never turns one away: a time
+    written whole, split by colour codes, after codes that lost their ESC, past long prefixes."""
+    text = "".join(pieces)
+    if line_timestamp(text) is not None:
+        assert timestamps._may_hold_time(text), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "INFO 10-03 21:\x1b[1m22:40 [core.py:1] a code inside the time",
+        "\x1b[32mINFO\x1b[0m 10-03 21:22\x1b[0m:40 [core.py:1] codes around and inside",
+        "2025-10-03T21\x1b[2m:22:07Z raw",
+        "[0;36m(APIServer pid=1)[0;0m ERROR 10-03 21:24:01 [x.py:3] lost escape",
+    ],
+)
+def test_a_time_split_by_colour_codes_passes_the_pre_test(text: str) -> None:
+    assert line_timestamp(text) is not None
+    assert timestamps._may_hold_time(text)
+
+
+def test_corpus_lines_with_a_time_pass_the_pre_test() -> None:
+    timed = 0
+    for path in CORPUS:
+        for raw in read_log(path).splitlines():
+            if line_timestamp(raw) is not None:
+                timed += 1
+                assert timestamps._may_hold_time(raw), raw
+    assert timed > 1000
