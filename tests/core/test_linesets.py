@@ -8,7 +8,9 @@
   corpus and on a log of thousands of logged tracebacks, where they take a fraction of the memory;
 - a candidate line the scan did not keep parsed (`CandidateLines`) reads as the scan parsed it,
   on the corpus (bytes and text) and on generated logs (tracebacks logged and raw, events of every
-  kind, lines cut by the scan, colour codes, undecodable bytes, CRLF), and after a cut.
+  kind, lines cut by the scan, colour codes, undecodable bytes, CRLF), and after a cut;
+- the sets a scan asks while it runs (`_ReadLines`) answer as its compact records would, also
+  for a scan read again from inside a traceback it kept.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from hypothesis import strategies as st
 from support import CRASH, CRASH2, CRASH3, read_log
 from vllm_log_lsp.core.catalog import builtin_catalog
 from vllm_log_lsp.core.linesets import LineMap, LineRuns
-from vllm_log_lsp.core.scan import CandidateLines, Scan, scan_lines, truncate_scan
+from vllm_log_lsp.core.scan import CandidateLines, Scan, _ReadLines, scan_lines, truncate_scan
 from vllm_log_lsp.core.text import LogIndex
 
 CATALOG = builtin_catalog()
@@ -223,3 +225,41 @@ def test_a_grown_log_reads_its_lines_as_a_fresh_scan_does() -> None:
         assert scan is not None
         fresh = _scan_keeping_all(LogIndex(text))
         assert {n: scan.lines[n] for n in scan.lines} == fresh
+
+
+# -- the sets a scan keeps while it runs answer as its compact records do -------------------------
+def _scan_values(scan: Scan) -> tuple[object, ...]:
+    return (
+        list(scan.lines),
+        [(c.event, c.tier, c.inner_text) for c in scan.events],
+        [s for s, _, _ in scan.symptoms],
+        set(scan.consumed),
+        set(scan.exception_lines),
+    )
+
+
+def _asking_the_records(index: LogIndex, scan: Scan | None = None, begin: int = 0) -> Scan:
+    """The specification: every candidate asked of the compact records themselves."""
+    with pytest.MonkeyPatch.context() as patch:
+        original = _ReadLines.__init__
+
+        def records_only(self: _ReadLines, scan: Scan) -> None:
+            original(self, scan)
+            self.before = 1 << 60
+
+        patch.setattr(_ReadLines, "__init__", records_only)
+        return scan_lines(index, CATALOG, scan, begin)
+
+
+@pytest.mark.parametrize("path", LOGS[1::4], ids=lambda p: p.name)
+def test_the_scans_sets_answer_as_its_records(path: Path) -> None:
+    """A scan, and a scan read again from a point before the end of tracebacks it kept (the
+    records then hold lines the new reading meets)."""
+    index = LogIndex(read_log(path))
+    assert _scan_values(scan_lines(index, CATALOG)) == _scan_values(_asking_the_records(index))
+    whole = scan_lines(index, CATALOG)
+    for tb in whole.tracebacks[:3]:
+        kept = truncate_scan(whole, tb.last_line + 1)
+        begin = index.line_start(tb.header_line + 1)  # (inside the traceback: its lines are kept)
+        again = scan_lines(index, CATALOG, truncate_scan(whole, tb.last_line + 1), begin)
+        assert _scan_values(again) == _scan_values(_asking_the_records(index, kept, begin))

@@ -58,6 +58,11 @@ class LineRuns:
         at = bisect_right(self._starts, number) - 1  # type: ignore[call-overload]
         return at >= 0 and number < self._ends[at]
 
+    @property
+    def end(self) -> int:
+        """The number after the greatest held (0 when empty)."""
+        return self._ends[-1] if self._ends else 0
+
     def __iter__(self) -> Iterator[int]:
         for start, end in zip(self._starts, self._ends, strict=True):
             yield from range(start, end)

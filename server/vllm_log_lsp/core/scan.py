@@ -148,14 +148,19 @@ def scan_lines(
         [candidates] = candidate_lines_by_group(index, [scan_literals(catalog)], begin)
     scan = scan or Scan()
     scan.lines.bind(index, scan.offsets)
-    consumed = scan.consumed
+    consumed, exception_lines = scan.consumed, scan.exception_lines
+    # The lines of the tracebacks read in this call are also kept in sets while it runs: each
+    # candidate is asked about (most lines of a long traceback are candidates), and a set answers
+    # in C where the compact records bisect in Python. Lines past `before` are in the sets only.
+    read = _ReadLines(scan)
+    taken_now, exceptions_now, before = read.consumed, read.exceptions, read.before
     # Lines a traceback's reading parsed already (whole lines: the same text when within MAX_LINE).
     parsed: dict[int, LogLine] = {}
-    exception_lines = scan.exception_lines
     markers = _MarkersByMessage(catalog)
     restarts = _RunStartsAhead(index, catalog, candidates, begin)
     for start, number in candidates:
-        if number in consumed and number not in exception_lines:
+        taken = number in taken_now or (number < before and number in consumed)
+        if taken and not (number in exceptions_now or (number < before and number in exception_lines)):
             # A frame, code or caret line of a traceback already read (`raise X("…")` is code):
             # nothing to classify, and its record would only take memory.
             parsed.pop(number, None)
@@ -164,9 +169,27 @@ def scan_lines(
         if line is None:
             line = _candidate(index, start, number, parsed)
         scan.offsets[number] = start
-        looked_up = _classify_line(index, markers, scan, line, start, consumed, parsed, restarts)
+        looked_up = _classify_line(index, markers, scan, line, start, taken, read, parsed, restarts)
         scan.lines.add(line, looked_up)
     return scan
+
+
+class _ReadLines:
+    """The lines the tracebacks a scan reads consume, added to its compact records and, for the
+    time the scan runs, to sets (see `scan_lines`)."""
+
+    def __init__(self, scan: Scan) -> None:
+        self.scan = scan
+        self.consumed: set[int] = set()
+        self.exceptions: set[int] = set()  # their `Type: message` lines
+        self.before = max(scan.consumed.end, scan.exception_lines.end)  # (the records' lines are below)
+
+    def add(self, tb: Traceback) -> None:
+        self.scan.consumed.update(tb.lines)
+        self.consumed.update(tb.lines)
+        exception_lines = [e.line for e in tb.chain]
+        self.scan.exception_lines.update(exception_lines)
+        self.exceptions.update(exception_lines)
 
 
 def _candidate(index: LogIndex, start: int, number: int, parsed: dict[int, LogLine]) -> LogLine:
@@ -292,7 +315,8 @@ def _classify_line(
     scan: Scan,
     line: LogLine,
     start: int,
-    consumed: LineRuns,
+    taken: bool,
+    read: _ReadLines,
     parsed: dict[int, LogLine],
     restarts: _RunStartsAhead,
 ) -> bool:
@@ -307,7 +331,7 @@ def _classify_line(
         scan.symptoms.append(
             (Symptom(line.number, span, symptom.id, symptom.title, message.strip()), symptom, line)
         )
-        if inner and line.number not in consumed:
+        if inner and not taken:
             event = _event_from_line(line, "message", "Error", inner)
             scan.events.append(Candidate(event, tier=1, inner_text=inner))
     if precursor is not None:
@@ -320,14 +344,13 @@ def _classify_line(
             message.strip(),
         )
         scan.precursors.append((found, line))
-    if line.number in consumed:
+    if taken:  # (an exception line of a traceback read already)
         return False
     if message.rstrip().endswith(TRACEBACK_HEADER):
         for passed in [n for n in parsed if n < line.number]:
             del parsed[passed]  # lines behind the scan (of another writer, or no candidates)
         tb = read_traceback(index, start, line, parsed, known=scan.lines, until=restarts.next_after(line))
-        consumed.update(tb.lines)
-        scan.exception_lines.update(e.line for e in tb.chain)
+        read.add(tb)
         scan.tracebacks.append(tb)
         for event in tb.chain:
             scan.events.append(Candidate(event, tier=0, traceback=tb))
