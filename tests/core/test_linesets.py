@@ -263,3 +263,10 @@ def test_the_scans_sets_answer_as_its_records(path: Path) -> None:
         begin = index.line_start(tb.header_line + 1)  # (inside the traceback: its lines are kept)
         again = scan_lines(index, CATALOG, truncate_scan(whole, tb.last_line + 1), begin)
         assert _scan_values(again) == _scan_values(_asking_the_records(index, kept, begin))
+
+
+def test_candidate_lines_read_the_same_in_a_repr() -> None:
+    """A scan's repr names what it holds, not where (two equal scans read the same)."""
+    text = "".join(_REQUEST_ERROR.format(s=n, n=n) for n in range(5))
+    one, two = scan_lines(LogIndex(text), CATALOG), scan_lines(LogIndex(text), CATALOG)
+    assert repr(one.lines) == repr(two.lines) == "CandidateLines(15 lines, 15 parsed)"

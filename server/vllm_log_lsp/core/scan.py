@@ -99,6 +99,9 @@ class CandidateLines(Mapping[int, LogLine]):
     def __len__(self) -> int:
         return len(self._offsets)
 
+    def __repr__(self) -> str:
+        return f"CandidateLines({len(self)} lines, {len(self._kept) + len(self._recent)} parsed)"
+
     def below(self, limit: int) -> CandidateLines:
         """The lines before line `limit` (bound by `scan_lines` to the text it reads then)."""
         kept = CandidateLines()
