@@ -751,6 +751,13 @@ class LineWindow:
         self.reached_end = False
         self.at_last_line = False  # the line just yielded is the text's last (it may be cut)
         self._known = (start, line)  # (offset, number) of the last line numbered
+        self._wider: tuple[str, ...] | None = None  # literals to read by from the next line on
+
+    def widen(self, literals: Sequence[str]) -> None:
+        """From the line after the one last yielded on, yield the lines holding `literals`
+        instead (at least one: a window of literals stays one)."""
+        assert literals and self.literals
+        self._wider = tuple(literals)
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         if self.limit <= 0 or self.start > len(self.index.text):
@@ -833,6 +840,9 @@ class LineWindow:
                 if number == last:
                     return None
                 start, number = end + 1, number + 1
+                if self._widened():  # (the next lines are read by the new literals)
+                    needles, rest = self._needles()
+                    literal, escape = needles[0], needles[1] if len(needles) > 1 else None
             block = min(block * 2, self._MAX_RUN_BLOCK)
 
     def _decoded(self, piece: bytes, start: int, end: int) -> str:
@@ -840,12 +850,25 @@ class LineWindow:
         line = piece.decode("utf-8", "replace")
         return line if "\ufffd" not in line else self.index.slice(start, end)
 
-    def _lines_holding(self) -> Iterator[tuple[int, str]]:
-        index, n = self.index, len(self.index.text)
+    def _needles(self) -> tuple[list[Needle], tuple[str, ...]]:
+        """What the search looks for (the first literal, and an ESC where the text has one) and
+        the other literals a line found must hold."""
+        index = self.index
         needles = [index._lit(self.literals[0])]
         if index.has_escape:
             needles.append(index._lit(ESCAPE))
-        rest = self.literals[1:]
+        return needles, self.literals[1:]
+
+    def _widened(self) -> bool:
+        """Take the literals `widen` asked for, if it did."""
+        if self._wider is None:
+            return False
+        self.literals, self._wider = self._wider, None
+        return True
+
+    def _lines_holding(self) -> Iterator[tuple[int, str]]:
+        index, n = self.index, len(self.index.text)
+        needles, rest = self._needles()
         pos, last = self.start, self.line + self.limit - 1
         self._known = (self.start, self.line)
         # The line after the last one read, and its number: when the next hit is on it (the
@@ -883,12 +906,17 @@ class LineWindow:
                 return
             pos = next_start = index._after_break(end)
             next_number = number + 1
+            if self._widened():
+                needles, rest = self._needles()
             if consecutive and not index.has_cr:
                 # Two of the window's lines in a row (a traceback): the next ones probably
                 # are too, and are read as one block while they are.
+                literals = self.literals
                 stopped = yield from self._run(needles, rest, pos, next_number, last)
                 if stopped is None:
                     return
                 pos = next_start = stopped[0]
                 next_number = stopped[1]
                 self._known = stopped
+                if self.literals is not literals:  # (widened during the run)
+                    needles, rest = self._needles()

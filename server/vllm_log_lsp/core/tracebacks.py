@@ -158,6 +158,33 @@ def _same_writer(line: LogLine, first: LogLine) -> bool:
     return line.stream == first.stream and line.source == first.source
 
 
+# Whether a logged traceback ends at its process's next record (off: read on to the writer's
+# next line, the reference the tests compare with).
+_END_AT_THE_NEXT_RECORD = True
+_AFTER_EXCEPTION = ("exception", "between")  # the reader's states once an exception line was read
+
+
+def _one_process_record(first: LogLine) -> bool:
+    """Whether `first` is a line of a record that vLLM's logger wrote in one piece, on a stream
+    that is one process's: its traceback then ends where that process's next record starts.
+
+    vLLM's handler formats a record, its `logger.exception` traceback and chain included, into
+    one message with the header on every line (`NewLineFormatter`) and writes it under the
+    handler's lock, so no other record of the process falls between its lines. A process prefix
+    `(Name pid=N)` names one process; an unprefixed stream, a compose service or a rank may
+    hold the lines of several, and raw tracebacks are written line by line (logged records may
+    fall between them). So once the exception line is read, a line of the same stream with a
+    logger header of another source is a later record: the traceback has ended. Lines without
+    a header (a print, a raw traceback on stderr) may fall anywhere and end nothing.
+    """
+    return first.source is not None and first.process is not None and first.pid is not None
+
+
+def _another_record(line: LogLine, first: LogLine) -> bool:
+    """Whether `line`, not of `first`'s writer, is a logged record of the same process."""
+    return line.stream == first.stream and line.source is not None
+
+
 def writer_literals(first: LogLine) -> tuple[str, ...]:
     """Pieces of text every line of `first`'s writer holds (barring colour codes), rarest first.
 
@@ -180,10 +207,16 @@ def stream_literals(line: LogLine) -> tuple[str, ...]:
 _PIECES: dict[tuple[str, str | None, str | None, tuple[str, ...]], tuple[str, ...]] = {}
 _MAX_PIECES = 1024
 _DIGITS = regexes.compile(r"\d+")
+_LAST_PRINTED: tuple[LogLine | None, str | None] = (None, None)  # the last line asked, its process
 
 
 def _pieces(first: LogLine, found: list[str]) -> tuple[str, ...]:
-    printed = _printed_process(first) if first.process else None
+    global _LAST_PRINTED
+    if _LAST_PRINTED[0] is first:  # (a traceback asks for its writer's and its stream's pieces)
+        printed = _LAST_PRINTED[1]
+    else:
+        printed = _printed_process(first) if first.process else None
+        _LAST_PRINTED = (first, printed)
     key = (first.stream, first.process, printed, tuple(found))
     pieces = _PIECES.get(key)
     if pieces is None:
@@ -255,6 +288,8 @@ def read_traceback(
     start = index.next_line_start(start_offset)
     limit = _MAX_LINES if until is None else min(_MAX_LINES, until - first.number - 1)
     window = index.window(start, first.number + 1, limit, writer_literals(first))
+    one_record = _END_AT_THE_NEXT_RECORD and _one_process_record(first)
+    watching = False  # whether the process's other records are read (see `_one_process_record`)
     feed = reader.feed
     for number, raw in window:
         message = prefix.message_of(raw) if prefix is not None else None
@@ -265,8 +300,14 @@ def read_traceback(
             if parsed is not None:
                 parsed[number] = line
             if not _same_writer(line, first):
-                continue
-            fed = feed(number, raw, line.message, line)
+                if not (watching and reader.state in _AFTER_EXCEPTION and _another_record(line, first)):
+                    continue
+                fed = False  # the process wrote its next record: this one has ended
+            else:
+                fed = feed(number, raw, line.message, line)
+        if fed and one_record and not watching and reader.state in _AFTER_EXCEPTION:
+            window.widen(stream_literals(first))
+            watching = True
         if not fed:
             # Ended by the text's last line: in a growing log that line may be cut, and read
             # whole it may continue the traceback instead.
