@@ -755,9 +755,11 @@ class LineWindow:
 
     def widen(self, literals: Sequence[str]) -> None:
         """From the line after the one last yielded on, yield the lines holding `literals`
-        instead (at least one: a window of literals stays one)."""
-        assert literals and self.literals
-        self._wider = tuple(literals)
+        instead (at least one: a window of literals stays one). A window of every line has
+        them already."""
+        assert literals
+        if self.literals:
+            self._wider = tuple(literals)
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         if self.limit <= 0 or self.start > len(self.index.text):
