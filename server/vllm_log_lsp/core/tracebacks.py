@@ -18,7 +18,7 @@ from . import regexes
 from .lines import WriterPrefix, parse_line, writer_prefix
 from .model import ExceptionEvent, Frame, LogLine, Span
 from .records import dataclass, field
-from .text import LogIndex
+from .text import ESCAPE, LogIndex
 
 TRACEBACK_HEADER = "Traceback (most recent call last):"
 
@@ -296,6 +296,8 @@ def read_traceback(
         if message is not None:
             fed = feed(number, raw, message, None)
         else:
+            if watching and ".py:" not in raw and ESCAPE not in raw:
+                continue  # (no logger header: neither the writer's line nor another record)
             line = parse_line(number, raw)
             if parsed is not None:
                 parsed[number] = line
