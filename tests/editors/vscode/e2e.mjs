@@ -50,7 +50,15 @@ async function command(name) {
     const input = page.locator('.quick-input-widget input');
     await input.waitFor({ state: 'visible' });
     await input.fill(`>${name}`);
-    await page.locator('.quick-input-list .monaco-list-row').first().waitFor({ state: 'visible' });
+    // The list filters after the text is in: on a loaded machine its first row can still be a stale
+    // one (a recently used command) for a while, and Enter would run that. Wait for the row asked for.
+    const first = page.locator('.quick-input-list .monaco-list-row').first();
+    await first.waitFor({ state: 'visible' });
+    const wanted = name.toLowerCase();
+    const ready = await poll(async () => (await first.innerText()).toLowerCase().includes(wanted), 15000);
+    if (!ready) {
+        throw new Error(`the Command Palette did not offer "${name}" first: "${await first.innerText()}"`);
+    }
     await sleep(150);
     await page.keyboard.press('Enter');
     await sleep(200);
@@ -302,7 +310,7 @@ try {
                 return 'saved';
             }
             return (await page.locator('.tab.dirty').count()) > 0 ? 'unsaved' : undefined;
-        }, 10000);
+        }, 30000);
         result.autoFixOutcome = outcome || 'nothing';
         result.autoFixMenu = await menu.count();
         if (result.autoFixMenu > 0) {
@@ -313,7 +321,7 @@ try {
         result.autoFixSelection = before;
         // Save All makes sure the edit reaches the disk; wait until it has.
         await command('File: Save All Files');
-        await poll(async () => readFileSync(cfg.script, 'utf8') !== original, 10000);
+        await poll(async () => readFileSync(cfg.script, 'utf8') !== original, 30000);
     });
 
     await step('log-language file', async () => {
