@@ -9,10 +9,12 @@
   of the runs it names (matches generated from the regex), for the catalog's patterns and for
   patterns written to its principle: none for a case-insensitive pattern, an alternative without
   a literal, or alternatives under a common prefix or inside a group.
-- Run starts are found once, by a search for each marker's literal (`scan._RunStartsAhead`), and
-  then looked up per candidate line: the scan's run starts are those of asking every candidate
-  line, on the corpus and on texts of markers in and out of place, in tracebacks, past a long
-  line's cut, with both line breaks, as text and as bytes.
+- Run starts are found once, by the pre-filter's group of the markers' literals searched with the
+  candidates (`scan._RunStartsAhead`), and then looked up per candidate line: the scan's run
+  starts are those of asking every candidate line, on the corpus and on texts of markers in and
+  out of place, in tracebacks, past a long line's cut, with both line breaks, as text and as
+  bytes, searched by the scan itself or by the analysis (with the stats' group; a file read by
+  rg; a log that grew).
 - A death's last line (`incidents._death_end`) takes the tracebacks under its symptoms from a
   list sorted by header line: the same as looking at every traceback, on the corpus and with
   tracebacks out of order or sharing a header line.
@@ -190,6 +192,61 @@ def test_run_starts_found_up_front_are_every_candidates_own(lines: list[str], ne
     for source in (text, text.encode("utf-8")):
         scan = scan_lines(LogIndex(source), CATALOG)
         assert scan.run_starts == plain_run_starts(scan)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from(_RUN_LINES), max_size=30),
+    st.lists(st.sampled_from(_RUN_LINES), max_size=10),
+    st.sampled_from(["\n", "\r\n"]),
+)
+def test_run_starts_of_the_analysis_search_are_every_candidates_own(
+    lines: list[str], more: list[str], newline: str
+) -> None:
+    # The analysis searches the markers' literals in its own search (three groups), and a grown
+    # log only from where it reads again.
+    text = newline.join(lines) + newline
+    grown = text + newline.join(more) + newline
+    for first, second in ((text, grown), (text.encode(), grown.encode())):
+        analyzer = Analyzer(CATALOG)
+        analyzer.analyze(first)
+        analysis = analyzer.analyze(second, grown_from=first)
+        scan = analyzer._scan
+        assert scan is not None
+        # (A re-scan keeps a run start once where two markers gave the same one: a set.)
+        assert set(scan.run_starts) == set(plain_run_starts(scan))
+        assert set(scan.run_starts) == set(scan_lines(LogIndex(second), CATALOG).run_starts)
+        assert analysis.run_starts == Analyzer(CATALOG).analyze(second).run_starts
+
+
+def test_run_starts_of_a_file_read_by_rg_are_every_candidates_own(tmp_path, monkeypatch) -> None:
+    from vllm_log_lsp.core import prefilter
+
+    if prefilter.search_tool(("rg",)) is None:
+        pytest.fail("rg is not installed (scripts/install/05-system.sh installs it)")
+    monkeypatch.setattr(prefilter, "TOOL_THRESHOLD", 0)
+    searched: list[list[list[str]]] = []
+    run_tools = prefilter._run_tools
+    monkeypatch.setattr(
+        prefilter,
+        "_run_tools",
+        lambda tool, groups, *rest: searched.append(groups) or run_tools(tool, groups, *rest),
+    )
+    text = "\n".join(_RUN_LINES * 3) + "\n"
+    path = tmp_path / "restarts.log"
+    path.write_text(text)
+    analyzer = Analyzer(CATALOG)
+    analyzer.analyze(path.read_bytes(), path=str(path))
+    scan = analyzer._scan
+    assert [len(groups) for groups in searched] == [3]  # (the scan's, the stats', the markers')
+    assert scan is not None and len(scan.run_starts) >= 6
+    assert scan.run_starts == plain_run_starts(scan)
+
+
+def test_the_scan_takes_candidates_and_marker_lines_together() -> None:
+    index = LogIndex("\n".join(_RUN_LINES) + "\n")
+    with pytest.raises(ValueError):
+        scan_lines(index, CATALOG, candidates=[(0, 0)])
 
 
 def test_corpus_run_starts_are_every_candidates_own() -> None:

@@ -36,7 +36,7 @@ from .lines import learn_outer_prefix, learned_prefix, parse_line
 from .model import Analysis, ExceptionEvent, Finding, Precursor, RunSegment, Span
 from .prefilter import candidate_lines_by_group
 from .records import replace
-from .scan import Candidate, Scan, scan_lines, scan_literals, truncate_scan
+from .scan import Candidate, Scan, run_start_literals, scan_lines, scan_literals, truncate_scan
 from .stats import LITERALS as STATS_LITERALS
 from .stats import StatsScan, scan_stats
 from .text import GrowingText, LogIndex, Text, extends
@@ -187,17 +187,19 @@ class Analyzer:
             stats_begin = start if kept is not None else 0
             # One pre-filter pass for the scan and the stats; a file's bytes are checked for
             # invalid UTF-8 (for `_encoding_warnings`) meanwhile, while the automaton searches.
-            scanned, stats_lines = candidate_lines_by_group(
+            scanned, stats_lines, marker_lines = candidate_lines_by_group(
                 index,
-                [scan_literals(self.catalog), STATS_LITERALS],
+                [scan_literals(self.catalog), STATS_LITERALS, run_start_literals(self.catalog)],
                 min(start, stats_begin),
                 meanwhile=index.first_invalid_utf8,
             )
             if stats_begin < start:
                 scanned = [line for line in scanned if line[0] >= start]
-            scan = scan_lines(index, self.catalog, scan, start, scanned)
+                marker_lines = [line for line in marker_lines if line[0] >= start]
+            scan = scan_lines(index, self.catalog, scan, start, scanned, marker_lines)
             stats = scan_stats(index, kept, stats_begin, stats_lines)
-            del scanned, stats_lines  # (read: not held through the analysis, a line in a few each)
+            # (read: not held through the analysis, a line in a few each)
+            del scanned, stats_lines, marker_lines
             self._length, self._scan, self._index, self._stats = len(text), scan, index, stats
             return _analysis(index, self.catalog, scan, warnings, stats, self._unwrap)
 

@@ -136,19 +136,30 @@ def scan_literals(catalog: Catalog) -> set[str]:
     return literals
 
 
+def run_start_literals(catalog: Catalog) -> set[str]:
+    """The literals of the run-start markers (a part of `scan_literals`): the scan finds the lines
+    that hold one before it reads any traceback (`_RunStartsAhead`)."""
+    return {m.literal for m in catalog.markers_of("run_start")}
+
+
 def scan_lines(
     index: LogIndex,
     catalog: Catalog,
     scan: Scan | None = None,
     begin: int = 0,
     candidates: Numbered | None = None,
+    marker_lines: Numbered | None = None,
 ) -> Scan:
     """Find and interpret candidate lines from offset `begin` on, adding to `scan`.
 
-    `candidates`: the pre-filter's lines of `scan_literals` from `begin` on, numbered, when the
-    caller searched already (`prefilter.candidate_lines_by_group`)."""
-    if candidates is None:
-        [candidates] = candidate_lines_by_group(index, [scan_literals(catalog)], begin)
+    `candidates` and `marker_lines`: the pre-filter's lines of `scan_literals` and of
+    `run_start_literals` from `begin` on, numbered, when the caller searched already
+    (`prefilter.candidate_lines_by_group`); both or neither."""
+    if candidates is None or marker_lines is None:
+        if (candidates is None) != (marker_lines is None):
+            raise ValueError("scan_lines takes the candidates and the marker lines together")
+        groups = [scan_literals(catalog), run_start_literals(catalog)]
+        candidates, marker_lines = candidate_lines_by_group(index, groups, begin)
     scan = scan or Scan()
     scan.lines.bind(index, scan.offsets)
     consumed, exception_lines = scan.consumed, scan.exception_lines
@@ -160,7 +171,7 @@ def scan_lines(
     # Lines a traceback's reading parsed already (whole lines: the same text when within MAX_LINE).
     parsed: dict[int, LogLine] = {}
     markers = _MarkersByMessage(catalog)
-    restarts = _RunStartsAhead(index, catalog, candidates, begin)
+    restarts = _RunStartsAhead(index, catalog, marker_lines)
     for start, number in candidates:
         taken = number in taken_now or (number < before and number in consumed)
         if taken and not (number in exceptions_now or (number < before and number in exception_lines)):
@@ -220,37 +231,22 @@ class _RunStartsAhead:
     printed it has exited, so none of its lines follow the next run's start marker (of the same
     runtime prefix). Its reader stops there instead of waiting for the writer's next line, which
     for a writer with no identity of its own (raw unprefixed lines; `APIServer pid=1` in every
-    container) comes a run later. Found with one `find` per marker literal; the marker lines are
-    parsed once here and handed to the scan (`lines`).
+    container) comes a run later. The marker lines are the pre-filter's lines of
+    `run_start_literals`, found in the same search as the candidates (they are candidates too);
+    they are parsed once here and handed to the scan (`lines`).
     """
 
-    def __init__(self, index: LogIndex, catalog: Catalog, candidates: Numbered, begin: int) -> None:
+    def __init__(self, index: LogIndex, catalog: Catalog, marker_lines: Numbered) -> None:
         self.lines: dict[int, LogLine] = {}
         # Each marker line's `_run_start`: no other line holds a marker's literal, so no other
         # line is one (the scan asks each candidate).
         self.found: dict[int, tuple[int, str]] = {}
-        for offset, number in self._marker_lines(index, catalog, candidates, begin):
+        for offset, number in marker_lines:
             line = self.lines[number] = _candidate(index, offset, number, {})
             if (run_start := _run_start(catalog, line)) is not None:
                 self.found[number] = run_start
         self.starts = sorted(set(self.found.values()))
         self.numbers = [number for number, _ in self.starts]
-
-    @staticmethod
-    def _marker_lines(
-        index: LogIndex, catalog: Catalog, candidates: Numbered, begin: int
-    ) -> list[tuple[int, int]]:
-        """(start, number) of the candidate lines holding a run-start marker's literal, in order."""
-        found: set[tuple[int, int]] = set()
-        for marker in catalog.markers_of("run_start"):
-            hit = index.find(marker.literal, begin)
-            while hit >= 0:
-                line_start = index.line_start_at(hit)
-                at = bisect.bisect_left(candidates, (line_start,))
-                if at < len(candidates) and candidates[at][0] == line_start:
-                    found.add(candidates[at])
-                hit = index.find(marker.literal, index.line_end_at(hit))
-        return sorted(found)
 
     def next_after(self, line: LogLine) -> int | None:
         """The first line of the next run after `line` of its runtime prefix (None: none)."""
