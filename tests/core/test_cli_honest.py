@@ -339,78 +339,27 @@ _UTF8_PIECES = [
 @given(pieces=st.lists(st.sampled_from(_UTF8_PIECES), max_size=60), chunk=st.integers(1, 24))
 @settings(max_examples=400, deadline=None)
 def test_first_invalid_utf8_equals_a_whole_decode_for_any_mix(pieces: list[bytes], chunk: int) -> None:
-    """Counting a chunk's characters proves it valid only when decoding it would: whatever the
-    characters, the bad bytes and where the chunks end."""
+    """Chunk by chunk, the first bad byte is the whole decode's: whatever the characters, the bad
+    bytes and where the chunks end."""
     from vllm_log_lsp.core import source
 
     data = b"".join(pieces)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(source, "_UTF8_CHUNK", chunk)
         assert first_invalid_utf8(data) == _first_bad_byte(data)
-    assert source._valid_by_counting(data) <= (_first_bad_byte(data) is None)
 
 
-def test_a_chunk_of_a_few_repeated_characters_is_shown_valid_without_decoding() -> None:
+def test_bytes_around_a_valid_character_are_not_read_as_one() -> None:
+    # `\xc3` + `…` + `\xa9` is not `é`: the first bad byte is the `\xc3`, whatever the chunks.
     from vllm_log_lsp.core import source
 
-    line = "(APIServer pid=1) INFO Received request: 'Summarise…', 模型 ✓\n".encode()
-    assert source._valid_by_counting(line * 1000)
-    # A lead byte whose continuation was cut off, or separated from it by ASCII, is not counted.
-    assert not source._valid_by_counting(line * 10 + b"\xe2\x80" + b"x\xa6" + line)
-    # More distinct characters than it counts: left to the decoder.
-    many = "".join(chr(0x4E00 + i) for i in range(source._MAX_COUNTED_CHARACTERS + 1)).encode()
-    assert not source._valid_by_counting(many)
-
-
-_WHOLE_CHARACTERS = ["…".encode(), "é".encode(), "è".encode(), "😀".encode(), "模".encode(), "型".encode()]
-
-
-@given(
-    pieces=st.lists(st.sampled_from(_UTF8_PIECES), max_size=60),
-    characters=st.lists(st.sampled_from(_WHOLE_CHARACTERS), max_size=4, unique=True),
-)
-@settings(max_examples=300, deadline=None)
-def test_replacing_known_characters_proves_valid_only_what_decodes(
-    pieces: list[bytes], characters: list[bytes]
-) -> None:
-    """Replacing the characters of an earlier chunk shows a chunk valid only when decoding it
-    would, whatever it holds: replaced by ASCII, they never join broken bytes into one."""
-    from vllm_log_lsp.core import source
-
-    data = b"".join(pieces)
-    assert source._valid_by_replacing(data, characters) <= (_first_bad_byte(data) is None)
-
-
-def test_replaced_characters_do_not_join_the_bytes_around_them() -> None:
-    from vllm_log_lsp.core import source
-
-    line = "request: 'Summarise…' é\n".encode()
-    assert source._valid_by_replacing(line * 100, ["…".encode(), "é".encode()])
-    # `\xc3` + `…` + `\xa9` is not `é` once the `…` is taken out: removing it would make one.
+    line = "request: 'Summarise…' é 模型 ✓\n".encode()
     broken = line + b"\xc3" + "…".encode() + b"\xa9" + line
-    assert not source._valid_by_replacing(broken, ["…".encode(), "é".encode()])
-    assert source.first_invalid_utf8(line * 10 + broken) == len(line) * 11
-    # A character of the chunk that was not seen before: not shown (counting or decoding tells).
-    assert not source._valid_by_replacing(line + "模".encode(), ["…".encode(), "é".encode()])
-
-
-def test_the_characters_counted_in_one_chunk_are_replaced_in_the_next(monkeypatch) -> None:
-    """A log repeats its few characters: after the first chunk, counting is not needed."""
-    from vllm_log_lsp.core import source
-
-    counted = []
-    count = source._valid_by_counting
-
-    def counting(piece: bytes, found: list[bytes] | None = None) -> bool:
-        counted.append(len(piece))
-        return count(piece, found)
-
-    monkeypatch.setattr(source, "_valid_by_counting", counting)
-    monkeypatch.setattr(source, "_UTF8_CHUNK", 1024)
-    data = "INFO … 模型 ✓ line\n".encode() * 1000
-    assert first_invalid_utf8(data) is None
-    assert len(counted) == 1
-    assert first_invalid_utf8(data + b"\xff") == len(data)
+    for chunk in (1, 5, 1024, 1 << 20):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(source, "_UTF8_CHUNK", chunk)
+            assert first_invalid_utf8(line * 10 + broken) == len(line) * 11
+            assert first_invalid_utf8(line * 1000) is None
 
 
 def test_an_index_checks_its_bytes_once_and_an_editor_text_never() -> None:

@@ -144,33 +144,25 @@ def read_regular_text(path: str, max_bytes: int) -> str:
 
 def first_invalid_utf8(data: Buffer) -> int | None:
     """Offset of the first byte of `data` that is not valid UTF-8, or None (at C speed, in chunks
-    so a mapped file is never copied whole).
+    so a mapped file is never copied whole, each chunk's pages released once read).
 
-    A chunk that is all ASCII (most of a log) is valid as it stands: `bytes.isascii` tells at
-    memory speed. A chunk whose few distinct non-ASCII characters account for every non-ASCII
-    byte is valid too (`_valid_by_counting`: a log repeats the same `…`, `✓` or box drawing);
-    only the others are decoded, which also finds where the first bad byte is.
+    Each chunk is decoded by the codec straight from the buffer: a chunk cut inside a character
+    leaves its last bytes to the next one (`used`). Measured against proving chunks valid
+    without decoding them (`isascii`, replacing or counting their few distinct characters): as
+    fast on a serving log, 7x faster on a restart loop's varied characters, and one exact answer.
     """
     view = memoryview(data)
     offset = released = 0
-    known: list[bytes] = []  # the characters of the last chunk shown valid by counting
     try:
         while offset < len(view):
             # (At least a character's 4 bytes, so that a piece is never only part of one.)
-            end = _character_boundary(view, offset, min(len(view), offset + max(_UTF8_CHUNK, 4)))
-            piece = view[offset:end].tobytes()
+            end = min(len(view), offset + max(_UTF8_CHUNK, 4))
             released = release_pages(data, released, offset)  # (the pieces before this one)
-            if piece.isascii() or _valid_by_replacing(piece, known) or _valid_by_counting(piece, known):
-                offset = end
-                continue
-            # Unless a continuation byte follows, the piece ends where a character does: a
-            # sequence cut short at its end is then an error, not the start of the next piece.
-            whole = end == len(view) or not 0x80 <= view[end] < 0xC0
             try:
-                _, used = codecs.utf_8_decode(piece, "strict", whole)
+                _, used = codecs.utf_8_decode(view[offset:end], "strict", end == len(view))
             except UnicodeDecodeError as err:
                 return offset + err.start
-            offset += used if used else end - offset
+            offset += used
     finally:
         view.release()
         release_pages(data, released, len(data))
@@ -217,85 +209,8 @@ def find_releasing(data: mmap.mmap, needles: tuple[bytes, ...]) -> list[int]:
 _DONT_NEED = getattr(mmap, "MADV_DONTNEED", None)
 
 
-# Bytes checked at a time: small enough that one non-ASCII character costs little decoding.
+# Bytes checked at a time: a chunk's decoded copy is all the check holds.
 _UTF8_CHUNK = 1 << 20
-#: Distinct non-ASCII characters `_valid_by_counting` tries in a chunk before it decodes it.
-_MAX_COUNTED_CHARACTERS = 8
-_ASCII_BYTES = bytes(range(0x80))
-
-
-def _character_boundary(view: memoryview, start: int, end: int) -> int:
-    """`end`, or up to 3 bytes earlier (never back to `start`) so that a chunk ending there does
-    not cut a character (a continuation byte is never a character's first): the next chunk
-    then starts whole."""
-    cut = end
-    while start < cut < len(view) and end - cut < 3 and 0x80 <= view[cut] < 0xC0:
-        cut -= 1
-    return cut if start < cut < len(view) and view[cut] >= 0xC0 else end
-
-
-def _sequence_length(lead: int) -> int:
-    """Bytes of the UTF-8 sequence a byte starts (0: it cannot start one)."""
-    if 0xC2 <= lead < 0xE0:
-        return 2
-    if 0xE0 <= lead < 0xF0:
-        return 3
-    if 0xF0 <= lead < 0xF5:
-        return 4
-    return 0
-
-
-def _valid_by_replacing(piece: bytes, characters: list[bytes]) -> bool:
-    """True when `piece` is valid UTF-8 because it is ASCII once every occurrence of these
-    (valid, non-ASCII) characters is replaced by an ASCII byte; False: not shown.
-
-    Why it holds: every non-ASCII byte left over would make the rest non-ASCII, so each lay in
-    an occurrence of one of them: a whole character. Replaced by an ASCII byte, not removed, an
-    occurrence cannot join the bytes around it into a character that was not there (`\\xc3`
-    `…` `\\xa9` must not read as `é`). One `replace` per character (the characters of the
-    previous chunk: a log repeats its few), where counting (`_valid_by_counting`) costs a
-    `translate` and a `count` per character.
-    """
-    for character in characters:
-        piece = piece.replace(character, b"?" * len(character))  # (same length: a faster replace)
-        if piece.isascii():
-            return True
-    return False
-
-
-def _valid_by_counting(piece: bytes, found: list[bytes] | None = None) -> bool:
-    """True when `piece` is valid UTF-8 because its occurrences of a few distinct non-ASCII
-    characters cover all of its non-ASCII bytes; False: not shown (decode it to know).
-
-    Why it holds: a character's encoding starts with a lead byte and goes on with continuation
-    bytes only, so occurrences of different (or the same) characters never overlap. If their
-    lengths add up to the number of non-ASCII bytes, every non-ASCII byte lies in one, and the
-    piece is a run of ASCII bytes and whole characters: valid. The candidate characters are
-    read off the piece's non-ASCII bytes (all of them, in order: C speed); counting is `count`.
-    """
-    high = piece.translate(None, _ASCII_BYTES)
-    covered = 0
-    seen: list[bytes] = []
-    rest = high
-    while rest and len(seen) < _MAX_COUNTED_CHARACTERS:
-        character = rest[: _sequence_length(rest[0])]
-        if not character or character in seen or not _is_one_character(character):
-            return False
-        seen.append(character)
-        covered += piece.count(character) * len(character)
-        rest = rest.replace(character, b"")
-    if covered != len(high):
-        return False
-    if found is not None:  # (for `_valid_by_replacing` on the next chunk)
-        found[:] = seen
-    return True
-
-
-def _is_one_character(candidate: bytes) -> bool:
-    try:
-        return len(candidate.decode("utf-8")) == 1
-    except UnicodeDecodeError:
-        return False
 
 
 # -- reading -------------------------------------------------------------------------------------
