@@ -213,10 +213,25 @@ def test_run_starts_of_the_analysis_search_are_every_candidates_own(
         analysis = analyzer.analyze(second, grown_from=first)
         scan = analyzer._scan
         assert scan is not None
-        # (A re-scan keeps a run start once where two markers gave the same one: a set.)
-        assert set(scan.run_starts) == set(plain_run_starts(scan))
-        assert set(scan.run_starts) == set(scan_lines(LogIndex(second), CATALOG).run_starts)
+        assert scan.run_starts == plain_run_starts(scan)
+        assert scan.run_starts == scan_lines(LogIndex(second), CATALOG).run_starts
         assert analysis.run_starts == Analyzer(CATALOG).analyze(second).run_starts
+
+
+def test_a_grown_log_keeps_the_run_start_of_a_restart_marker_it_does_not_read_again() -> None:
+    """A restart marker's run starts on the line after it: when a re-scan starts at that line
+    (an editor appended to a tailed log), the run start is kept with its marker, not dropped
+    with the lines read again."""
+    text = (
+        "INFO 10-03 21:20:01 [api_server.py:1805] vLLM API server version 0.11.0\n"
+        "svc-1 exited with code 1 (restarting)\n"
+        "INFO 10-03 21:20:02 [x.py:1] hello\n"
+    )
+    grown = text + "INFO 10-03 21:20:03 [x.py:1] more\n"
+    analyzer = Analyzer(CATALOG)
+    assert analyzer.analyze(text).run_starts == (0, 2)
+    assert analyzer.analyze(grown, grown_from=text).run_starts == (0, 2)
+    assert analyzer.reused_offset > 0  # (the scan was reused, not redone)
 
 
 def test_run_starts_of_a_file_read_by_rg_are_every_candidates_own(tmp_path, monkeypatch) -> None:

@@ -120,6 +120,8 @@ class Scan:
     symptoms: list[tuple[Symptom, Marker, LogLine]] = field(default_factory=list)
     events: list[Candidate] = field(default_factory=list)
     run_starts: list[tuple[int, str]] = field(default_factory=list)  # (line, outer)
+    # The line of the marker of each run start (a restart marker's run starts on the next line).
+    run_start_markers: list[int] = field(default_factory=list)
     precursors: list[tuple[Precursor, LogLine]] = field(default_factory=list)
     # Kept compact (see `linesets`): a log of logged request errors has one traceback in ten lines.
     consumed: LineRuns = field(default_factory=LineRuns)  # lines read as part of a traceback
@@ -324,6 +326,7 @@ def _classify_line(
     message = line.message
     if (run_start := restarts.found.get(line.number)) is not None:
         scan.run_starts.append(run_start)
+        scan.run_start_markers.append(line.number)
     symptom, inner, precursor = markers.of(message)
     if symptom is not None:
         span = line.message_span
@@ -397,14 +400,18 @@ def _event_from_line(line: LogLine, kind: str, type_name: str, message: str) -> 
 
 
 def truncate_scan(scan: Scan, line: int) -> Scan:
-    """The part of a scan that lies before `line` (tracebacks that started before and closed)."""
+    """The part of a scan that lies before `line` (tracebacks that started before and closed;
+    run starts whose marker lies before, wherever the run starts: the scan from `line` on does
+    not read that marker again)."""
+    kept_starts = [at for at, marker in enumerate(scan.run_start_markers) if marker < line]
     return Scan(
         lines=scan.lines.below(line),
         offsets=scan.offsets.below(line),
         tracebacks=[tb for tb in scan.tracebacks if tb.header_line < line and not tb.open],
         symptoms=[item for item in scan.symptoms if item[0].line < line],
         events=[c for c in scan.events if (c.traceback.header_line if c.traceback else c.event.line) < line],
-        run_starts=[item for item in scan.run_starts if item[0] < line],
+        run_starts=[scan.run_starts[at] for at in kept_starts],
+        run_start_markers=[scan.run_start_markers[at] for at in kept_starts],
         precursors=[item for item in scan.precursors if item[0].line < line],
         consumed=scan.consumed.below(line),
         exception_lines=scan.exception_lines.below(line),
