@@ -17,7 +17,7 @@ from .model import ExceptionEvent, LogLine, Precursor, Symptom
 from .prefilter import Numbered, candidate_lines_by_group
 from .records import dataclass, field, replace
 from .text import LogIndex
-from .tracebacks import TRACEBACK_HEADER, Traceback, read_traceback, standalone_exception
+from .tracebacks import TRACEBACK_HEADER, BodyMemo, Traceback, read_traceback, standalone_exception
 
 # Literals that flag lines worth parsing besides the catalog's markers.
 _BASE_LITERALS = ("Traceback (most recent call last)", "Error", "Exception", "Interrupt", "SystemExit")
@@ -199,6 +199,7 @@ class _ReadLines:
         self.consumed: set[int] = set()
         self.exceptions: set[int] = set()  # their `Type: message` lines
         self.before = max(scan.consumed.end, scan.exception_lines.end)  # (the records' lines are below)
+        self.bodies = BodyMemo()  # (the bodies of the tracebacks read, replayed where they repeat)
 
     def add(self, tb: Traceback) -> None:
         self.scan.consumed.update(tb.lines)
@@ -351,7 +352,8 @@ def _classify_line(
     if message.rstrip().endswith(TRACEBACK_HEADER):
         for passed in [n for n in parsed if n < line.number]:
             del parsed[passed]  # lines behind the scan (of another writer, or no candidates)
-        tb = read_traceback(index, start, line, parsed, known=scan.lines, until=restarts.next_after(line))
+        until = restarts.next_after(line)
+        tb = read_traceback(index, start, line, parsed, known=scan.lines, until=until, bodies=read.bodies)
         read.add(tb)
         scan.tracebacks.append(tb)
         for event in tb.chain:

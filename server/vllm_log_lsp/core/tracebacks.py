@@ -256,6 +256,7 @@ def read_traceback(
     parsed: dict[int, LogLine] | None = None,
     known: Mapping[int, LogLine] | None = None,
     until: int | None = None,
+    bodies: BodyMemo | None = None,
 ) -> Traceback:
     """Read the traceback whose header is `first` (a parsed line starting at `start_offset`).
 
@@ -264,6 +265,8 @@ def read_traceback(
     from there instead of parsing them twice. `known`: lines parsed already (the scan's), taken
     instead of parsing the lines before the header again when their text is the same. `until`:
     the first line of a later run of the writer's service; the traceback ends before it.
+    `bodies`: the bodies of the tracebacks read before (one scan's): a body that repeats one
+    of them is replayed instead of read (see `BodyMemo`), and a new one is remembered.
     """
     tb = Traceback(
         header_line=first.number,
@@ -287,7 +290,14 @@ def read_traceback(
     # skipped at C speed (see `LineWindow`).
     start = index.next_line_start(start_offset)
     limit = _MAX_LINES if until is None else min(_MAX_LINES, until - first.number - 1)
-    window = index.window(start, first.number + 1, limit, writer_literals(first))
+    literals = writer_literals(first)
+    next_number = first.number + 1
+    recording: _Recording | None = None
+    if bodies is not None and prefix is not None and bodies.takes(index, prefix, literals):
+        start, next_number, limit = bodies.replay(index, start, next_number, limit, prefix, reader)
+        if next_number == first.number + 1:  # (nothing replayed: this body is remembered)
+            recording = _Recording(bodies, prefix, reader)
+    window = index.window(start, next_number, limit, literals)
     one_record = _END_AT_THE_NEXT_RECORD and _one_process_record(first)
     watching = False  # whether the process's other records are read (see `_one_process_record`)
     feed = reader.feed
@@ -295,7 +305,13 @@ def read_traceback(
         message = prefix.message_of(raw) if prefix is not None else None
         if message is not None:
             fed = feed(number, raw, message, None)
+            if recording is not None and not recording.took(number, raw, fed):
+                recording.stop()
+                recording = None
         else:
+            if recording is not None:
+                recording.stop()
+                recording = None
             if watching and ".py:" not in raw and ESCAPE not in raw:
                 continue  # (no logger header: neither the writer's line nor another record)
             line = parse_line(number, raw)
@@ -319,8 +335,157 @@ def read_traceback(
         # Open only when the text ended: a growing log may continue it. A traceback whose
         # window closed before the end cannot change when text is appended.
         tb.open = window.reached_end
+    if recording is not None:
+        recording.stop()
     reader.finish()
     return tb
+
+
+# Whether a traceback body that repeats one read before is replayed instead of read again (off:
+# the reference the tests compare with).
+_REPLAY_BODIES = True
+_BODY_STATES = ("frames", "code")  # the reader's states before an exception line
+_MIN_BODY = 2  # lines: a shorter body costs less to read than to look up
+_MAX_BODIES = 1024  # remembered per scan before starting over
+
+
+@dataclass(slots=True)
+class _Body:
+    """The part of a traceback before its exception line, as its reader took it: the text of
+    each line after the writer's prefix, and the reader's state after the last one, its line
+    numbers given as places in the body (1: the line after the header)."""
+
+    rests: tuple[str, ...]
+    bare: bool  # (the prefix kind it was read with: `WriterPrefix.message_of` depends on it)
+    lines: tuple[int, ...]  # the traceback's lines taken
+    frames: tuple[tuple[int, str, int | None, str | None], ...]  # (place, path, lineno, function)
+    context: tuple[str, ...]
+    state: str
+    code_taken: bool
+    stray: int
+    blanks: int
+
+
+class BodyMemo:
+    """The bodies of the tracebacks one scan read, by the text of their first line after the
+    writer's prefix. A log prints the same traceback again and again (a request error logged
+    for every bad request, a restart loop's same death): its frames and code lines are the same
+    text under another timestamp.
+
+    Why replaying is reading: the reader takes a writer's line whose prefix is the header's by
+    the text after it alone (`WriterPrefix.message_of`: the same for any prefix of the same
+    kind), and before an exception line its state is a function of those texts in order; line
+    numbers are only recorded. So where the lines right after a header are that prefix followed
+    by a remembered body's texts, each line in turn, they are the window's next lines (each
+    holds the writer's literals, which the prefix holds) and the reader would take them as it
+    took them then: the state after them is the remembered one, with this traceback's numbers.
+    The comparison is one string comparison at C speed. A text with a `\r` is read as usual
+    without trying: its lines break at a `\r` too, and a remembered body joined by `\n` alone
+    would never match it.
+    """
+
+    def __init__(self) -> None:
+        self._bodies: dict[str, _Body] = {}
+
+    def takes(self, index: LogIndex, prefix: WriterPrefix, literals: tuple[str, ...]) -> bool:
+        """Whether bodies of this writer can be replayed and remembered."""
+        return _REPLAY_BODIES and not index.has_cr and all(piece in prefix.text for piece in literals)
+
+    def replay(
+        self, index: LogIndex, start: int, number: int, limit: int, prefix: WriterPrefix, reader: _ChainReader
+    ) -> tuple[int, int, int]:
+        """Give `reader` (fresh) the remembered body that the lines from `start` (numbered
+        `number`, at most `limit` of them) repeat, if one does: (start, number, limit) of what
+        is left to read."""
+        text = index.text
+        end = text.find(index._nl, start)  # (str or bytes, as the text)
+        if end < 0:
+            return start, number, limit
+        raw = index.slice(start, end)
+        body = self._bodies.get(raw[prefix.length :]) if raw.startswith(prefix.text) else None
+        if body is None or body.bare != prefix.bare or len(body.rests) > limit:
+            return start, number, limit
+        head = prefix.text
+        expected = head + ("\n" + head).join(body.rests) + "\n"
+        if isinstance(text, str):
+            if not text.startswith(expected, start):
+                return start, number, limit
+            length = len(expected)
+        else:
+            encoded = expected.encode("utf-8")
+            if text[start : start + len(encoded)] != encoded:
+                return start, number, limit
+            length = len(encoded)
+        header = number - 1
+        reader.frames = [Frame(header + at, path, lineno, func) for at, path, lineno, func in body.frames]
+        reader.context = list(body.context)
+        reader.tb.lines = [header + at for at in body.lines]
+        reader.state, reader.code_taken, reader.stray, reader.blanks = (
+            body.state,
+            body.code_taken,
+            body.stray,
+            body.blanks,
+        )
+        taken = len(body.rests)
+        return start + length, number + taken, limit - taken
+
+    def remember(self, body: _Body) -> None:
+        if len(self._bodies) >= _MAX_BODIES:
+            self._bodies.clear()
+        self._bodies[body.rests[0]] = body
+
+
+class _Recording:
+    """A fresh reader's body being remembered, line by line, until the first line it did not
+    take as a body line of the writer's prefix (an exception line, a parsed line, the end)."""
+
+    __slots__ = ("bodies", "numbers", "prefix", "reader", "rests", "state")
+
+    def __init__(self, bodies: BodyMemo, prefix: WriterPrefix, reader: _ChainReader) -> None:
+        self.bodies, self.prefix, self.reader = bodies, prefix, reader
+        self.rests: list[str] = []
+        self.numbers: list[int] = []
+        self.state: tuple[str, bool, int, int, int, int, int] | None = None
+
+    def took(self, number: int, raw: str, fed: bool) -> bool:
+        """Add the line the reader was just fed (one of the prefix's); False when it is not a
+        body line (the recording then stops before it)."""
+        reader = self.reader
+        if not fed or reader.state not in _BODY_STATES:
+            return False
+        self.rests.append(raw[self.prefix.length :])
+        self.numbers.append(number)
+        self.state = (
+            reader.state,
+            reader.code_taken,
+            reader.stray,
+            reader.blanks,
+            len(reader.frames),
+            len(reader.context),
+            len(reader.tb.lines),
+        )
+        return True
+
+    def stop(self) -> None:
+        """Remember the body taken so far (when long enough)."""
+        if self.state is None or len(self.rests) < _MIN_BODY:
+            return
+        state, code_taken, stray, blanks, frames, context, lines = self.state
+        reader = self.reader
+        place = {number: at for at, number in enumerate(self.numbers, 1)}
+        self.bodies.remember(
+            _Body(
+                rests=tuple(self.rests),
+                bare=self.prefix.bare,
+                lines=tuple(place[n] for n in reader.tb.lines[:lines]),
+                frames=tuple((place[f.line], f.path, f.lineno, f.function) for f in reader.frames[:frames]),
+                context=tuple(reader.context[:context]),
+                state=state,
+                code_taken=code_taken,
+                stray=stray,
+                blanks=blanks,
+            )
+        )
 
 
 # Whether the writer's lines that share the header's prefix are sliced instead of parsed (off:
