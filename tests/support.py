@@ -217,3 +217,16 @@ def run_cli(
 def progress_redraws(label: str, steps: int) -> str:
     """A tqdm-style progress bar redrawn with bare `\\r` (as a terminal log records it), no `\\n`."""
     return "\r".join(f"{label}: {100 * i // steps:3d}%|{'#' * i}| {i}/{steps}" for i in range(steps + 1))
+
+
+def scan_values(scan) -> tuple[object, ...]:  # (a `scan.Scan`)
+    """What a scan says, for comparing two scans: its candidate lines, events, symptoms, the lines
+    its tracebacks consumed and their exception lines, and the tracebacks."""
+    return (
+        list(scan.lines),
+        [(c.event, c.tier, c.inner_text) for c in scan.events],
+        [s for s, _, _ in scan.symptoms],
+        set(scan.consumed),
+        set(scan.exception_lines),
+        scan.tracebacks,
+    )

@@ -19,11 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support import CRASH, CRASH2, CRASH3, crash_labels, read_log, traceback_headers
+from support import CRASH, CRASH2, CRASH3, crash_labels, read_log, scan_values, traceback_headers
 from vllm_log_lsp.core import tracebacks
 from vllm_log_lsp.core.catalog import builtin_catalog
 from vllm_log_lsp.core.lines import parse_line
-from vllm_log_lsp.core.scan import Scan, scan_lines
+from vllm_log_lsp.core.scan import scan_lines
 from vllm_log_lsp.core.text import LogIndex
 from vllm_log_lsp.core.tracebacks import TRACEBACK_HEADER, BodyMemo, read_traceback
 
@@ -240,17 +240,6 @@ def test_a_body_longer_than_the_traceback_may_read_is_not_replayed() -> None:
 
 
 # -- whole scans ----------------------------------------------------------------------------------
-
-
-def scan_values(scan: Scan) -> tuple[object, ...]:
-    return (
-        list(scan.lines),
-        [(c.event, c.tier, c.inner_text) for c in scan.events],
-        [s for s, _, _ in scan.symptoms],
-        set(scan.consumed),
-        set(scan.exception_lines),
-        scan.tracebacks,
-    )
 
 
 def scans_alike(text: str | bytes) -> None:

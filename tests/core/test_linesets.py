@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support import CRASH, CRASH2, CRASH3, read_log
+from support import CRASH, CRASH2, CRASH3, read_log, scan_values
 from vllm_log_lsp.core.catalog import builtin_catalog
 from vllm_log_lsp.core.linesets import LineMap, LineRuns
 from vllm_log_lsp.core.scan import CandidateLines, Scan, _ReadLines, scan_lines, truncate_scan
@@ -228,16 +228,6 @@ def test_a_grown_log_reads_its_lines_as_a_fresh_scan_does() -> None:
 
 
 # -- the sets a scan keeps while it runs answer as its compact records do -------------------------
-def _scan_values(scan: Scan) -> tuple[object, ...]:
-    return (
-        list(scan.lines),
-        [(c.event, c.tier, c.inner_text) for c in scan.events],
-        [s for s, _, _ in scan.symptoms],
-        set(scan.consumed),
-        set(scan.exception_lines),
-    )
-
-
 def _asking_the_records(index: LogIndex, scan: Scan | None = None, begin: int = 0) -> Scan:
     """The specification: every candidate asked of the compact records themselves."""
     with pytest.MonkeyPatch.context() as patch:
@@ -256,13 +246,13 @@ def test_the_scans_sets_answer_as_its_records(path: Path) -> None:
     """A scan, and a scan read again from a point before the end of tracebacks it kept (the
     records then hold lines the new reading meets)."""
     index = LogIndex(read_log(path))
-    assert _scan_values(scan_lines(index, CATALOG)) == _scan_values(_asking_the_records(index))
+    assert scan_values(scan_lines(index, CATALOG)) == scan_values(_asking_the_records(index))
     whole = scan_lines(index, CATALOG)
     for tb in whole.tracebacks[:3]:
         kept = truncate_scan(whole, tb.last_line + 1)
         begin = index.line_start(tb.header_line + 1)  # (inside the traceback: its lines are kept)
         again = scan_lines(index, CATALOG, truncate_scan(whole, tb.last_line + 1), begin)
-        assert _scan_values(again) == _scan_values(_asking_the_records(index, kept, begin))
+        assert scan_values(again) == scan_values(_asking_the_records(index, kept, begin))
 
 
 def test_candidate_lines_read_the_same_in_a_repr() -> None:
