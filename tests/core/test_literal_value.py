@@ -145,3 +145,24 @@ def test_the_args_line_gives_the_same_flags_as_before() -> None:
     assert args["--enforce-eager"] == "true"
     assert args["--gpu-memory-utilization"] == "0.85"
     assert args["--compilation-config"] == '{"level": 3, "cudagraph_capture_sizes": [1, 2, 4]}'
+
+
+def test_an_args_line_read_again_is_remembered_and_each_caller_gets_its_own_dict(monkeypatch) -> None:
+    from vllm_log_lsp.core import context
+
+    message = "non-default args: {'model': 'm', 'tensor_parallel_size': 2}"
+    reads: list[str] = []
+    read = context._read_args
+    monkeypatch.setattr(context, "_read_args", lambda text: reads.append(text) or read(text))
+    monkeypatch.setattr(context, "_ARGS_READ", {})
+    first = parse_args_text(message)
+    first["--model"] = "changed by a caller"
+    again = parse_args_text(message)
+    assert again == read(message) == {"--model": "m", "--tensor-parallel-size": "2"}
+    assert reads == [message]
+    # Bounded: past its size it starts over.
+    monkeypatch.setattr(context, "_MAX_ARGS_READ", 2)
+    for n in range(5):
+        parse_args_text(f"args: Namespace(model='m{n}')")
+    assert len(context._ARGS_READ) <= 2
+    assert parse_args_text("args: Namespace(model='m0')") == {"--model": "m0"}

@@ -53,7 +53,23 @@ _CONTEXT_LITERALS = (
 
 
 def parse_args_text(message: str) -> dict[str, str]:
-    """Launch args from `non-default args: {...}` or `args: Namespace(...)` as canonical flags."""
+    """Launch args from `non-default args: {...}` or `args: Namespace(...)` as canonical flags
+    (a new dict; the reading of each distinct line is remembered: a restart loop prints the
+    same args line at every start)."""
+    args = _ARGS_READ.get(message)
+    if args is None:
+        if len(_ARGS_READ) >= _MAX_ARGS_READ:
+            _ARGS_READ.clear()
+        args = _ARGS_READ[message] = _read_args(message)
+    return dict(args)
+
+
+# The args lines read (their reading is a function of the text alone), and how many are kept.
+_ARGS_READ: dict[str, dict[str, str]] = {}
+_MAX_ARGS_READ = 256
+
+
+def _read_args(message: str) -> dict[str, str]:
     args: dict[str, str] = {}
     if message.startswith("non-default args:"):
         body = message.partition(":")[2].strip()
