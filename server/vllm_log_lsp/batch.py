@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from .core import regexes
 from .core.analyze import Analyzer
 from .core.catalog import Catalog, builtin_catalog, catalog_with_user_files
-from .core.linebreaks import NewlineLines
 from .core.model import Analysis
 from .core.records import dataclass, field
 from .core.source import LogReadError, LogSource, open_log
@@ -160,10 +159,12 @@ def check_file(
         if hook is not None:
             hook(path, source, analysis)
         has_lines = analysis.findings or (analysis.health is not None and analysis.health.series)
-        numbering = analysis.source_map or (NewlineLines(source.data) if has_lines else NO_BARE_CR)
         # The lines the analysis read (a JSON-format log's are its transcript's).
         lines_read = analyzer.index
         assert lines_read is not None  # (it has analysed the file)
+        # (The index's numbering knows whether the text holds a `\r`: no search of a mapped
+        # file's every page again, which would hold them all.)
+        numbering = analysis.source_map or (lines_read.newline_lines() if has_lines else NO_BARE_CR)
         entry = file_json(name, analysis, numbering, lines_read)
         text = render_text(name, analysis, Style(options.colour), numbering) if options.text else None
     except HookError:

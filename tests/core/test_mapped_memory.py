@@ -178,3 +178,108 @@ def test_finding_and_numbering_lines_spread_over_a_file_leaves_it_released(tmp_p
     assert len(found[0]) == size // len(block)
     assert found[0][1][1] == 4001
     assert _file_rss() - before < size // 4
+
+
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/status") or not hasattr(mmap, "MADV_DONTNEED"), reason="Linux"
+)
+def test_the_scan_lets_go_of_the_pages_it_has_passed(tmp_path: Path) -> None:
+    """A scan whose candidates and tracebacks spread over the whole file reads every part of it:
+    the pages behind it are released as it goes, and the scan equals the one over the bytes."""
+    from support import scan_values
+    from vllm_log_lsp.core.catalog import builtin_catalog
+    from vllm_log_lsp.core.scan import scan_lines
+
+    size = 40 << 20
+    block = (
+        b"INFO 10-03 21:00:10 [loggers.py:123] a line of a log, nothing to find here at all\n" * 60
+        + b"ERROR 10-03 21:00:11 [serving_chat.py:245] Traceback (most recent call last):\n"
+        + b'ERROR 10-03 21:00:11 [serving_chat.py:245]   File "/x/vllm/a.py", line 1, in f\n'
+        + b"ERROR 10-03 21:00:11 [serving_chat.py:245]     f()\n"
+        + b"ERROR 10-03 21:00:11 [serving_chat.py:245] ValueError: bad request\n"
+    )
+    data = block * (size // len(block))
+    path = tmp_path / "big.log"
+    path.write_bytes(data)
+    view = mapped(path)
+    before = _file_rss()
+    catalog = builtin_catalog()
+    scan = scan_lines(LogIndex(view, has_cr=False), catalog)
+    assert _file_rss() - before < size // 4
+    assert len(scan.tracebacks) == size // len(block)
+    small = data[: len(block) * 50]
+    with pytest.MonkeyPatch.context() as patch:
+        from vllm_log_lsp.core import scan as scan_module
+
+        patch.setattr(scan_module, "_RELEASE_STEP", len(block) * 3)  # (releases inside this part too)
+        patch.setattr(scan_module, "_KEEP_BEHIND", 1)
+        path.write_bytes(small)
+        assert scan_values(scan_lines(LogIndex(mapped(path), has_cr=False), catalog)) == scan_values(
+            scan_lines(LogIndex(small, has_cr=False), catalog)
+        )
+
+
+CHECK_PEAK_SCRIPT = """
+import sys
+from vllm_log_lsp import batch
+from vllm_log_lsp.core.catalog import builtin_catalog
+
+def peak():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+
+catalog = builtin_catalog()
+before = peak()
+outcome = batch.check_file(sys.argv[1], catalog, batch.CheckOptions())
+[incident] = outcome.entry["incidents"]
+print(peak() - before, incident["root_cause"]["line"])
+"""
+
+
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/status") or not hasattr(mmap, "MADV_DONTNEED"), reason="Linux"
+)
+def test_check_numbers_its_report_without_mapping_the_whole_file_again(tmp_path: Path) -> None:
+    """`check` numbers the report's lines as `grep -n` does from the index, which knows the file
+    has no `\\r`: it does not search every page for one again (which held them all)."""
+    import subprocess
+    import sys
+
+    from support import FORMATS
+
+    size = 48 << 20
+    healthy = b"INFO 10-03 21:00:10 [loggers.py:123] a line of a log, nothing to find here at all\n"
+    crash = (FORMATS / "tp2-worker-oom.log").read_bytes()
+    path = tmp_path / "big.log"
+    path.write_bytes(healthy * (size // len(healthy)) + crash)
+    grown, line = subprocess.run(
+        [sys.executable, "-c", CHECK_PEAK_SCRIPT, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert int(line) == size // len(healthy) + 27
+    assert int(grown) < size // 4
+
+
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/status") or not hasattr(mmap, "MADV_DONTNEED"), reason="Linux"
+)
+@pytest.mark.parametrize("has_cr", [False, True])
+def test_counting_far_into_a_mapped_file_lets_go_of_the_pages_counted(has_cr: bool, tmp_path: Path) -> None:
+    """Numbering a line far into a file (a file's first candidate near its end) counts every
+    line break before it, and lets go of the pages it counted through; short counts are as
+    before, and the numbers are the file's."""
+    size = 48 << 20
+    line = (
+        b"INFO 10-03 21:00:10 [loggers.py:123] a line of a log\r\n" if has_cr else b"INFO a line of a log\n"
+    )
+    path = tmp_path / "big.log"
+    path.write_bytes(line * (size // len(line)))
+    view = mapped(path)
+    index = LogIndex(view, has_cr=has_cr)
+    before = _file_rss()
+    assert index.line_of(len(view) - 1) == size // len(line) - 1
+    assert _file_rss() - before < size // 4
+    assert index.line_of(len(line) * 7 + 3) == 7
+    assert index.line_of(len(view) - len(line) * 2) == size // len(line) - 2

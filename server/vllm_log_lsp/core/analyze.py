@@ -31,7 +31,6 @@ from .incidents import (
     unwrap_candidates,
 )
 from .jsonlog import SNIFF_CHARS, Transcriber, looks_like_json_log
-from .linebreaks import NewlineLines
 from .lines import learn_outer_prefix, learned_prefix, parse_line
 from .model import Analysis, ExceptionEvent, Finding, Precursor, RunSegment, Span
 from .prefilter import candidate_lines_by_group
@@ -284,7 +283,7 @@ def _encoding_warnings(index: LogIndex) -> tuple[str, ...]:
     offset = index.first_invalid_utf8()  # (an editor's text is decoded already: None)
     if offset is None:
         return ()
-    line = NewlineLines(index.text).line(index.line_of(offset)) + 1  # as grep -n numbers it
+    line = index.newline_lines().line(index.line_of(offset)) + 1  # as grep -n numbers it
     return (f"invalid UTF-8 (first seen on line {line}); undecodable bytes shown as U+FFFD",)
 
 

@@ -16,6 +16,7 @@ from .linesets import LineMap, LineRuns
 from .model import ExceptionEvent, LogLine, Precursor, Symptom
 from .prefilter import Numbered, candidate_lines_by_group
 from .records import dataclass, field, replace
+from .source import release_pages
 from .text import LogIndex
 from .tracebacks import TRACEBACK_HEADER, BodyMemo, Traceback, read_traceback, standalone_exception
 
@@ -174,7 +175,10 @@ def scan_lines(
     parsed: dict[int, LogLine] = {}
     markers = _MarkersByMessage(catalog)
     restarts = _RunStartsAhead(index, catalog, marker_lines)
+    released = 0  # (a mapped file's pages the scan has passed are let go: see `release_pages`)
     for start, number in candidates:
+        if start - released > _RELEASE_STEP:
+            released = release_pages(index.text, released, start - _KEEP_BEHIND)
         taken = number in taken_now or (number < before and number in consumed)
         if taken and not (number in exceptions_now or (number < before and number in exception_lines)):
             # A frame, code or caret line of a traceback already read (`raise X("…")` is code):
@@ -188,6 +192,13 @@ def scan_lines(
         looked_up = _classify_line(index, markers, scan, line, start, taken, read, parsed, restarts)
         scan.lines.add(line, looked_up)
     return scan
+
+
+# How far the scan goes past the pages it released last before it releases again, and how much
+# text it keeps mapped behind its candidate (a traceback's reader reads the lines above a header).
+# Pages read again are mapped again from the page cache: only the scan's memory depends on it.
+_RELEASE_STEP = 1 << 23
+_KEEP_BEHIND = 1 << 20
 
 
 class _ReadLines:

@@ -17,7 +17,7 @@ import bisect
 import mmap
 import re
 from array import array
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from itertools import accumulate
 
 from . import regexes
@@ -384,13 +384,19 @@ class LogIndex:
         if not isinstance(text, mmap.mmap):
             return self._count(text, start, end) - split_crlf
         # mmap has no count(): count copies of the range, a bounded block at a time (a `\\r\\n`
-        # split between two blocks is counted in both).
-        count = 0
+        # split between two blocks is counted in both). A long count (the first candidate of a
+        # file far into it) lets go of the pages it has counted through: it would hold them all.
+        release: Callable[[Text, int, int], int] | None = None
+        if end - start > _COUNT_BLOCK:
+            from .source import release_pages as release  # (source reads files: it imports this)
+        count, released = 0, start
         for pos in range(start, end, _COUNT_BLOCK):
             stop = min(end, pos + _COUNT_BLOCK)
             count += self._count(text[pos:stop], 0, stop - pos)
             if self.has_cr and stop < end and text[stop - 1 : stop + 1] == self._crlf:
                 count -= 1
+            if release is not None:
+                released = release(text, released, stop)
         return count - split_crlf
 
     def _count(self, text: str | bytes, start: int, end: int) -> int:
