@@ -184,7 +184,7 @@ def _file_tool_groups(
         rows = _parse_rows(outputs.pop(0)) if group else []
         if rows is None:
             return None
-        found.append([(offset, line) for line, offset in rows])
+        found.append(rows)  # type: ignore[arg-type]  # (numbered: `int | None` for those to number)
     return found
 
 
@@ -509,7 +509,7 @@ def _tool_scan(
         return None
     found: list[tuple[int, int | None]] = []
     byte_pos, pos = 0, begin
-    for line_no, byte_offset in rows:
+    for byte_offset, line_no in rows:
         if convert and segment is not None:  # (a str text is always piped as a segment)
             pos += len(segment[byte_pos:byte_offset].decode("utf-8", "replace"))
         else:
@@ -520,10 +520,11 @@ def _tool_scan(
 
 
 def _parse_rows(output: bytes) -> list[tuple[int, int]] | None:
-    """(0-based line number, byte offset) of each `LINE:BYTEOFFSET:text` row; None when a row
-    is not one. (Matched in place: no list of the rows is made, which for every line of a
-    100 MB log would be bigger than the output.)"""
-    rows = [(int(found[1]) - 1, int(found[2])) for found in _ROW.finditer(output)]
+    """(byte offset, 0-based line number) of each `LINE:BYTEOFFSET:text` row, in the order the
+    pre-filter's lines are kept; None when a row is not one. (Matched in place, into the one
+    list kept: for every line of a 100 MB log a list of the rows, or a second list of pairs,
+    would each be bigger than the output.)"""
+    rows = [(int(found[2]), int(found[1]) - 1) for found in _ROW.finditer(output)]
     lines = output.count(b"\n") + (not output.endswith(b"\n") and len(output) > 0)
     return rows if len(rows) == lines else None  # (a line that is not a row: not the tool's output)
 
