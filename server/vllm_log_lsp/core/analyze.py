@@ -185,12 +185,13 @@ class Analyzer:
             kept = self._stats.before(index.line_of(start)) if self._stats is not None and start else None
             stats_begin = start if kept is not None else 0
             # One pre-filter pass for the scan and the stats; a file's bytes are checked for
-            # invalid UTF-8 (for `_encoding_warnings`) meanwhile, while the automaton searches.
+            # invalid UTF-8 (for `_encoding_warnings`) meanwhile, while the search runs (a large
+            # mapped file's check goes on beside the analysis: `LogIndex.start_utf8_check`).
             scanned, stats_lines, marker_lines = candidate_lines_by_group(
                 index,
                 [scan_literals(self.catalog), STATS_LITERALS, run_start_literals(self.catalog)],
                 min(start, stats_begin),
-                meanwhile=index.first_invalid_utf8,
+                meanwhile=index.start_utf8_check,
             )
             if stats_begin < start:
                 scanned = [line for line in scanned if line[0] >= start]

@@ -169,6 +169,67 @@ def first_invalid_utf8(data: Buffer) -> int | None:
     return None
 
 
+#: Below this many bytes the check costs less than forking a process to run it beside.
+FORK_THRESHOLD = 8 << 20
+
+
+def utf8_check_beside(data: Buffer) -> Callable[[], int | None]:
+    """`first_invalid_utf8(data)`, run beside this process where it can be: a large mapped file's
+    bytes are checked by a forked child, which reads the very same mapping while this process
+    analyses the log (on another core: the check is a tenth of a second per 100 MB, at the C
+    speed of the codec, and holds the GIL); the function returned waits for its answer.
+
+    It forks only on POSIX, for a mapping of at least `FORK_THRESHOLD` bytes, and when no other
+    thread runs here (a thread's locks would be copied held); otherwise the check runs here and
+    now. The child runs nothing but the check: it writes the answer to a pipe and leaves with
+    `os._exit` (no exit handler, no flush of this process's buffers). Any failure of the child
+    (killed, an unreadable answer) leaves the check to this process: the answer never depends
+    on it.
+    """
+    if not _may_fork(data):
+        found = first_invalid_utf8(data)
+        return lambda: found
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        found = first_invalid_utf8(data)
+        return lambda: found
+    if pid == 0:  # the child
+        status = 1
+        try:
+            os.close(read_end)
+            offset = first_invalid_utf8(data)
+            os.write(write_end, b"-" if offset is None else b"%d" % offset)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+
+    def answer() -> int | None:
+        try:
+            told = b"".join(iter(lambda: os.read(read_end, 64), b""))
+            _, status = os.waitpid(pid, 0)
+        finally:
+            os.close(read_end)
+        if status == 0 and told == b"-":
+            return None
+        if status == 0 and told.isdigit():
+            return int(told)
+        return first_invalid_utf8(data)
+
+    return answer
+
+
+def _may_fork(data: Buffer) -> bool:
+    if not hasattr(os, "fork") or not isinstance(data, mmap.mmap) or len(data) < FORK_THRESHOLD:
+        return False
+    threading = sys.modules.get("threading")  # (not imported: no thread but this one)
+    return threading is None or threading.active_count() == 1
+
+
 def release_pages(data: Buffer | str, start: int, end: int) -> int:
     """Let the memory of a mapped file's pages from `start` to `end` go, once they have been
     read (the pages wholly inside; other data: nothing): where they are read again they are

@@ -251,7 +251,8 @@ class LogIndex:
             has_cr = text.find(self._cr) >= 0
         self.has_cr = has_cr
         self.invalid_utf8_line: int | None = None  # first line seen with undecodable bytes
-        self._utf8_error: int | object | None = _UNCHECKED  # see `first_invalid_utf8`
+        # See `first_invalid_utf8`: the answer, or a function that waits for it (started).
+        self._utf8_error: int | object | None = _UNCHECKED
         self._starts: array | None = None
         # Checkpoints (offset, line) learned while counting, for cheap incremental lookups.
         self._cp_offsets: list[int] = [0]
@@ -281,12 +282,25 @@ class LogIndex:
 
     def first_invalid_utf8(self) -> int | None:
         """Offset of the first byte of a file's bytes that is not valid UTF-8, or None (always
-        None for an editor's text, decoded already); checked once (`source.first_invalid_utf8`)."""
+        None for an editor's text, decoded already); checked once (`source.first_invalid_utf8`),
+        or collected from the check `start_utf8_check` started."""
         if self._utf8_error is _UNCHECKED:
-            from .source import first_invalid_utf8  # (source reads files: it imports this module)
-
-            self._utf8_error = None if isinstance(self.text, str) else first_invalid_utf8(self.text)
+            self.start_utf8_check()
+        if callable(self._utf8_error):
+            self._utf8_error = self._utf8_error()
         return self._utf8_error  # type: ignore[return-value]
+
+    def start_utf8_check(self) -> None:
+        """Start the check `first_invalid_utf8` answers: a large mapped file's runs beside this
+        process (`source.utf8_check_beside`) while the analysis goes on; any other runs now."""
+        if self._utf8_error is not _UNCHECKED:
+            return
+        if isinstance(self.text, str):
+            self._utf8_error = None
+            return
+        from .source import utf8_check_beside  # (source reads files: it imports this module)
+
+        self._utf8_error = utf8_check_beside(self.text)
 
     # -- searching ----------------------------------------------------------------------------
     def _lit(self, literal: str) -> Needle:
