@@ -248,3 +248,22 @@ def test_corpus_lines_with_a_time_pass_the_pre_test() -> None:
                 timed += 1
                 assert timestamps._may_hold_time(raw), raw
     assert timed > 1000
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=3), st.text(max_size=20))
+def test_a_lines_stream_is_its_parses(pieces: list[str], rest: str) -> None:
+    """`line_stream` (asked of each line above a root whose writer has no text of its own) is
+    the stream `parse_line` gives, whatever the prefixes, colour codes and text."""
+    from vllm_log_lsp.core.lines import line_stream
+
+    for text in (*pieces, "".join(pieces) + rest, rest + pieces[0]):
+        assert line_stream(text) == parse_line(0, text).stream, text
+
+
+def test_corpus_lines_streams_are_their_parses() -> None:
+    from vllm_log_lsp.core.lines import line_stream
+
+    for path in CORPUS[::3]:
+        for text in path.read_text(encoding="utf-8", errors="replace").splitlines()[:3000]:
+            assert line_stream(text) == parse_line(0, text).stream, (path.name, text)

@@ -299,8 +299,15 @@ def _layout_of(clean: str, learned: re.Pattern[str] | None) -> _Layout:
     return layout
 
 
-def _line_from(number: int, raw: str, clean: str, colmap: list[int] | None, layout: _Layout) -> LogLine:
-    """The LogLine of a line whose text `clean` has `layout`."""
+def line_stream(raw: str) -> str:
+    """`parse_line(n, raw).stream`, without making the record (a walk over other writers' lines
+    asks each only whose it is)."""
+    clean, _ = strip_ansi(raw)
+    return _writer_of(clean, _remembered_layout(clean, _LEARNED.get()))[0]
+
+
+def _writer_of(clean: str, layout: _Layout) -> tuple[str, str | None, int | None, str | None]:
+    """`_writer(clean, layout)`, remembered by the layout's prefix text."""
     prefixes = clean[layout.writer_start : layout.writer_end]
     writers = layout.writers
     writer = writers.get(prefixes)
@@ -308,7 +315,12 @@ def _line_from(number: int, raw: str, clean: str, colmap: list[int] | None, layo
         if len(writers) >= _MEMO_MAX_WRITERS:
             writers.clear()
         writer = writers[prefixes] = _writer(clean, layout)
-    stream, process, pid, outer = writer
+    return writer
+
+
+def _line_from(number: int, raw: str, clean: str, colmap: list[int] | None, layout: _Layout) -> LogLine:
+    """The LogLine of a line whose text `clean` has `layout`."""
+    stream, process, pid, outer = _writer_of(clean, layout)
     timestamp = source = None
     if layout.header is not None:
         # A log repeats its times and sources: the records of its lines share one text of each

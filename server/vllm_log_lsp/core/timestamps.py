@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from . import regexes
-from .lines import parse_line
+from .lines import line_stream, parse_line
 from .model import LogLine
 from .text import ESCAPE, LogIndex, strip_ansi
 from .tracebacks import stream_literals
@@ -75,7 +75,7 @@ class Timestamps:
     def __init__(self, index: LogIndex) -> None:
         self.index = index
         self._times: dict[int, str | None] = {}  # line -> its own time
-        self._writers: dict[int, str] = {}  # line -> its writer (stream), for timed lines
+        self._writers: dict[int, str] = {}  # line -> its writer (stream), for lines that may hold a time
         # (line, writer) -> (line, time) of that writer's nearest timestamp above it, or None.
         self._nearest: dict[tuple[int, str], tuple[int, str] | None] = {}
 
@@ -111,15 +111,20 @@ class Timestamps:
                 return found if found is not None and found[0] >= lowest else None
             if pieces and ESCAPE not in text and not all(piece in text for piece in pieces):
                 continue  # another writer's (a colour code may split a piece in the raw text)
-            time = self._times.get(number, _UNSEEN)
-            if time is _UNSEEN:
-                time = self._times[number] = line_timestamp(text) if _may_hold_time(text) else None
-            if time is None:
+            # A line answers when it is the writer's and holds a time: whose it is is asked
+            # first, as it is cheaper (`line_stream`) and, for a writer with no piece of text of
+            # its own (lines without a prefix), the lines above are mostly other writers'.
+            if not _may_hold_time(text):
                 continue
             writer = self._writers.get(number)
             if writer is None:
-                writer = self._writers[number] = parse_line(number, text).stream
-            if writer == stream:
+                writer = self._writers[number] = line_stream(text)
+            if writer != stream:
+                continue
+            time = self._times.get(number, _UNSEEN)
+            if time is _UNSEEN:
+                time = self._times[number] = line_timestamp(text)
+            if time is not None:
                 return number, time  # type: ignore[return-value]
         return None
 
