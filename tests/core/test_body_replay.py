@@ -189,16 +189,36 @@ def test_repeated_bodies_are_replayed() -> None:
     assert read_with_and_without(LogIndex(text)) == 9
     assert read_with_and_without(LogIndex(text.encode())) == 9
     assert read_with_and_without(LogIndex(text.replace("\n", "\r\n"))) == 0
-    # The 6th printing differs in one character: it is read (and remembered), and so is the 7th
-    # (which the 6th's body does not fit); the 2nd to 5th and 8th to 10th replay.
+    # The 6th printing differs in one character: it is read (and remembered beside the first
+    # one's body, under the same first line); the others replay the first one's.
     at = text.index("21:00:05 [serving_chat.py:245]     ) = await self._preprocess_chat(")
     changed = text[:at] + text[at:].replace("_preprocess_chat(", "_preprocess_chat (", 1)
-    assert read_with_and_without(LogIndex(changed)) == 7
+    assert read_with_and_without(LogIndex(changed)) == 8
     # Raw tracebacks under a process prefix (the prefix ends in a space) replay too.
     raw = "\n".join(
         f"(EngineCore_DP0 pid=200) {line.format(n=i)}" for i in range(5) for line in (TRACEBACK_HEADER, *body)
     )
     assert read_with_and_without(LogIndex(raw + "\n")) == 4
+
+
+def test_bodies_that_start_alike_are_remembered_side_by_side(monkeypatch) -> None:
+    """Tracebacks often start with the same frame and go on differently: a few bodies are kept
+    under one first line, the most recent first; past that number the oldest goes."""
+    writer = "(EngineCore_DP0 pid=200) "
+    first = '  File "/usr/lib/python3.12/multiprocessing/process.py", line 314, in _bootstrap'
+    bodies = [[first, "    self.run()", f'  File "/x/vllm/v{n}.py", line {n}, in run{n}'] for n in range(4)]
+    printed = [
+        writer + line
+        for _ in range(2)
+        for n, body in enumerate(bodies)
+        for line in (TRACEBACK_HEADER, *body, f"ValueError: {n}")
+    ]
+    text = "\n".join(printed) + "\n"
+    assert read_with_and_without(LogIndex(text)) == 4  # the second round, each from its own
+    monkeypatch.setattr(tracebacks, "_BODIES_PER_FIRST_LINE", 3)
+    assert read_with_and_without(LogIndex(text)) == 0  # the oldest gone each time: none is left
+    monkeypatch.setattr(tracebacks, "_BODIES_PER_FIRST_LINE", 1)
+    assert read_with_and_without(LogIndex(text)) == 0
 
 
 def test_a_replayed_body_counts_its_stray_lines() -> None:

@@ -18,7 +18,7 @@ from . import regexes
 from .lines import WriterPrefix, parse_line, writer_prefix
 from .model import ExceptionEvent, Frame, LogLine, Span
 from .records import dataclass, field
-from .text import ESCAPE, LogIndex
+from .text import ESCAPE, LogIndex, Text
 
 TRACEBACK_HEADER = "Traceback (most recent call last):"
 
@@ -346,7 +346,10 @@ def read_traceback(
 _REPLAY_BODIES = True
 _BODY_STATES = ("frames", "code")  # the reader's states before an exception line
 _MIN_BODY = 2  # lines: a shorter body costs less to read than to look up
-_MAX_BODIES = 1024  # remembered per scan before starting over
+_MAX_BODIES = 1024  # first lines whose bodies are remembered per scan before starting over
+# Bodies remembered under one first line (most recent first): many tracebacks start alike
+# (`multiprocessing/process.py`, `_bootstrap`) and go on differently.
+_BODIES_PER_FIRST_LINE = 4
 
 
 @dataclass(slots=True)
@@ -385,7 +388,7 @@ class BodyMemo:
     """
 
     def __init__(self) -> None:
-        self._bodies: dict[str, _Body] = {}
+        self._bodies: dict[str, list[_Body]] = {}
 
     def takes(self, index: LogIndex, prefix: WriterPrefix, literals: tuple[str, ...]) -> bool:
         """Whether bodies of this writer can be replayed and remembered."""
@@ -402,20 +405,13 @@ class BodyMemo:
         if end < 0:
             return start, number, limit
         raw = index.slice(start, end)
-        body = self._bodies.get(raw[prefix.length :]) if raw.startswith(prefix.text) else None
-        if body is None or body.bare != prefix.bare or len(body.rests) > limit:
-            return start, number, limit
-        head = prefix.text
-        expected = head + ("\n" + head).join(body.rests) + "\n"
-        if isinstance(text, str):
-            if not text.startswith(expected, start):
-                return start, number, limit
-            length = len(expected)
+        bodies = self._bodies.get(raw[prefix.length :], ()) if raw.startswith(prefix.text) else ()
+        for body in bodies:
+            length = self._repeated(text, start, limit, prefix, body)
+            if length:
+                break
         else:
-            encoded = expected.encode("utf-8")
-            if text[start : start + len(encoded)] != encoded:
-                return start, number, limit
-            length = len(encoded)
+            return start, number, limit
         header = number - 1
         reader.frames = [Frame(header + at, path, lineno, func) for at, path, lineno, func in body.frames]
         reader.context = list(body.context)
@@ -429,10 +425,27 @@ class BodyMemo:
         taken = len(body.rests)
         return start + length, number + taken, limit - taken
 
+    @staticmethod
+    def _repeated(text: Text, start: int, limit: int, prefix: WriterPrefix, body: _Body) -> int:
+        """How much text from `start` the prefix's lines of `body` are (0: they are not there)."""
+        if body.bare != prefix.bare or len(body.rests) > limit:
+            return 0
+        head = prefix.text
+        expected = head + ("\n" + head).join(body.rests) + "\n"
+        if isinstance(text, str):
+            return len(expected) if text.startswith(expected, start) else 0
+        encoded = expected.encode("utf-8")
+        return len(encoded) if text[start : start + len(encoded)] == encoded else 0
+
     def remember(self, body: _Body) -> None:
-        if len(self._bodies) >= _MAX_BODIES:
-            self._bodies.clear()
-        self._bodies[body.rests[0]] = body
+        first = body.rests[0]
+        bodies = self._bodies.get(first)
+        if bodies is None:
+            if len(self._bodies) >= _MAX_BODIES:
+                self._bodies.clear()
+            bodies = self._bodies[first] = []
+        bodies.insert(0, body)
+        del bodies[_BODIES_PER_FIRST_LINE:]
 
 
 class _Recording:
