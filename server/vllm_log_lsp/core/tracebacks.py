@@ -401,8 +401,8 @@ class BodyMemo:
         `number`, at most `limit` of them) repeat, if one does: (start, number, limit) of what
         is left to read."""
         text = index.text
-        end = text.find(index._nl, start)  # (str or bytes, as the text)
-        if end < 0:
+        end = index.line_end_at(start)
+        if end >= len(text):  # (the last line: no body line ends after it)
             return start, number, limit
         raw = index.slice(start, end)
         bodies = self._bodies.get(raw[prefix.length :], ()) if raw.startswith(prefix.text) else ()
