@@ -412,3 +412,15 @@ def test_a_known_line_cut_short_is_parsed_again_whole() -> None:
     assert tb.preamble_record is not None and tb.preamble_record.text == long
     assert scan.tracebacks[0].preamble == tb.preamble
     assert tb.preamble.endswith(" tail")
+
+
+@FAST
+@given(texts)
+def test_the_start_of_the_line_holding_each_offset(text: str) -> None:
+    """After the last `\\n` or `\\r` before it (a `\\r` of a `\\r\\n` is a break before its `\\n`):
+    found by searching back for a `\\r` only to that `\\n` (a log's last `\\r` may be far)."""
+    for data in (text, text.encode("utf-8")):
+        index = LogIndex(data)
+        for offset in range(len(data) + 1):
+            breaks = [at for at in range(offset) if data[at : at + 1] in ("\n", "\r", b"\n", b"\r")]
+            assert index.line_start_at(offset) == (breaks[-1] + 1 if breaks else 0), (data, offset)

@@ -452,7 +452,9 @@ class LogIndex:
         """Offset of the start of the line holding `offset`."""
         start = self.text.rfind(self._nl, 0, offset) + 1
         if self.has_cr:
-            start = max(start, self.text.rfind(self._cr, 0, offset) + 1)
+            # Only a `\r` after the last `\n` can start the line later (searched back to the
+            # `\n` only: the last `\r` of a log may lie megabytes behind).
+            start = max(start, self.text.rfind(self._cr, start, offset) + 1)
         return start
 
     def line_end_at(self, offset: int) -> int:
@@ -801,12 +803,16 @@ class LineWindow:
             pos, number = index._after_break(end), number + 1
 
     def _next_hit(self, needles: list[Needle], pos: int, end: int) -> int:
-        """The first offset in [pos, end) where one of `needles` starts, or -1."""
+        """The first offset in [pos, end) where one of `needles` starts, or -1. Each needle after
+        a hit is searched for only before that hit (a rare one, an ESC, would otherwise be
+        searched for to the end of the block at every line the window yields)."""
         text = self.index.text
-        if len(needles) == 1:
-            return text.find(needles[0], pos, end + len(needles[0]) - 1)
-        hits = [h for needle in needles if (h := text.find(needle, pos, end + len(needle) - 1)) >= 0]
-        return min(hits) if hits else -1
+        best = -1
+        for needle in needles:
+            hit = text.find(needle, pos, end + len(needle) - 1)
+            if hit >= 0:
+                best = end = hit  # (the next needle must start before it)
+        return best
 
     #: Past this many units from the last numbered line, a number is looked up (`line_of`, which
     #: counts from the nearest known line, e.g. one the pre-filter's tool numbered) instead of
