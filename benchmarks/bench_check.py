@@ -1,7 +1,7 @@
 """Time `vllm-log-lsp check` on honest logs, each figure as a ratio to an anchor run alongside.
 
     python benchmarks/bench_check.py [--runs 5] [--mb 100] [--deaths 500] [--workdir DIR]
-                                     [--only serving,restarts,all-error,small,prefilter,bundled]
+                                     [--only serving,restarts,all-error,real,small,prefilter,bundled]
 
 Figures (benchmarks/make_log.py makes the logs; --workdir keeps them for the next run):
 - serving: `check` on a serving log with recovered per-request tracebacks, against
@@ -10,6 +10,9 @@ Figures (benchmarks/make_log.py makes the logs; --workdir keeps them for the nex
   deaths (linear: 2×);
 - all-error: every line an ERROR traceback line: time against the serving log's, peak RSS
   against the file's size;
+- real: real healthy logs (tests/fixtures/healthy) one after another to --mb MB (progress bars
+  with bare `\r`, colour codes: what the generated logs lack), against grep and rg; no aim is
+  set for it, the answer is each log's alone (no death);
 - small: `check` on a 51-line crash log against `python -c pass` (start-up; both with compiled
   bytecode, as installed: see `bench.bytecode_as_installed`);
 - prefilter: the literal pre-filter alone (in process) with rg, grep -F, the in-process
@@ -35,11 +38,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import Figure, Run, Series, bytecode_as_installed, print_table, ratios, run_once
-from make_log import CRASH, Generated, make_log, restart_segments
+from make_log import CRASH, Generated, make_log, real_logs, restart_segments
 
 GREP_PATTERN = "ERROR|Traceback"
 NEWLINE = b"\n"
-FIGURES = ("serving", "restarts", "all-error", "small", "prefilter", "bundled")
+FIGURES = ("serving", "restarts", "all-error", "real", "small", "prefilter", "bundled")
 
 
 def check_command() -> list[str]:
@@ -326,6 +329,44 @@ def fig_prefilter(args, check, workdir) -> list[Figure]:
 
 #: `check` as the VS Code extension bundles it: its pure-Python dependencies only, so stdlib `re`
 #: instead of `regex` and no ahocorasick-rs (modules set to None cannot be imported).
+def fig_real(args, check, workdir) -> list[Figure]:
+    info = generated(workdir, f"real-{args.mb:g}", megabytes=args.mb, shape="real")
+    commands = grep_anchor(info.path)
+    if shutil.which("rg"):
+        commands["rg"] = ["rg", "--no-config", "-c", GREP_PATTERN, str(info.path)]
+    commands["check"] = [*check, str(info.path)]
+    times, rss, last, cpu = interleaved(commands, args.runs)
+    with tempfile.TemporaryDirectory() as tmp:
+        files = []
+        for i, log in enumerate(real_logs()):
+            files.append(Path(tmp) / f"{i:03d}.log")
+            files[-1].write_bytes(log)
+        alone = sum(len(found) for found in incidents(run_once([*check, *map(str, files)])))
+    got = len(incidents(last["check"])[0])
+    answer = f"{got} deaths in {info.megabytes:.0f} MB of healthy logs (each log alone: {alone})"
+    ok = got == alone == 0
+    seconds = (
+        f"check {times['check'].spread(' s')}, grep {times['grep'].spread(' s', digits=3)}; "
+        f"CPU: check {cpu['check'].spread(' s')}; peak RSS {rss['check'].spread(' MB', digits=0)}"
+    )
+    figures = [
+        Figure(
+            f"check {info.megabytes:.0f} MB of real logs / grep -cE",
+            ratios(times["check"], times["grep"]),
+            "grep",
+            None,
+            answer,
+            ok,
+            seconds,
+        )
+    ]
+    if "rg" in times:
+        figures.append(
+            Figure("check real logs / rg -c", ratios(times["check"], times["rg"]), "rg", None, answer, ok)
+        )
+    return figures
+
+
 BUNDLED = (
     "import sys; sys.modules['regex'] = sys.modules['ahocorasick_rs'] = None; "
     "from vllm_log_lsp.__main__ import run; sys.exit(run())"

@@ -12,6 +12,9 @@ Three shapes, each deterministic for a seed, each with the answer the analysis m
   requested number of deaths.
 - `all-error`: the worst case for a literal pre-filter: every line is an ERROR line of a logged
   traceback (an engine that keeps failing requests), then the same TP=2 death.
+- `real`: real logs, not generated ones: the healthy logs of tests/fixtures/healthy (byte for
+  byte: progress bars ending in a bare `\r`, colour codes, EngineCore and worker lines, the
+  odd recovered traceback) one after another, again and again; no death.
 
     python benchmarks/make_log.py OUT.log --shape serving --mb 100
     python benchmarks/make_log.py OUT.log --shape restarts --deaths 500
@@ -28,7 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CRASH = ROOT / "tests" / "fixtures" / "formats" / "tp2-worker-oom.log"
 CRASH_LOGS = ROOT / "tests" / "fixtures" / "crash"
-SHAPES = ("serving", "restarts", "all-error")
+HEALTHY_LOGS = ROOT / "tests" / "fixtures" / "healthy"
+SHAPES = ("serving", "restarts", "all-error", "real")
 #: One recovered per-request traceback every this many lines (real logs: every few thousand).
 TRACEBACK_EVERY = 1500
 BANNER = "INFO 10-03 21:20:01 [api_server.py:1805] vLLM API server version 0.11.0"
@@ -171,6 +175,8 @@ def make_log(
     """Write a log of `shape` of about `megabytes` MB (restarts: `deaths` deaths) to `path`."""
     if shape == "restarts":
         return _make_restarts(path, options.get("deaths", 500))
+    if shape == "real":
+        return _make_real(path, megabytes)
     crash = CRASH.read_text(encoding="utf-8").split("\n")
     startup, death = crash[:12], crash[12:]
     rng = random.Random(seed)
@@ -208,6 +214,23 @@ def _make_restarts(path: Path, deaths: int) -> Generated:
             out.write(segment)
             line += segment.count("\n")
     info.lines = line
+    return info
+
+
+def real_logs() -> list[bytes]:
+    """The real healthy logs the `real` shape repeats, each ending in a line break."""
+    logs = [log.read_bytes() for log in sorted(HEALTHY_LOGS.glob("*.log"))]
+    return [log if log.endswith(b"\n") else log + b"\n" for log in logs]
+
+
+def _make_real(path: Path, megabytes: float) -> Generated:
+    info = Generated(path, "real")
+    logs = b"".join(real_logs())
+    copies = max(1, round(megabytes * 1e6 / len(logs)))
+    with open(path, "wb") as out:
+        for _ in range(copies):
+            out.write(logs)
+    info.lines = logs.count(b"\n") * copies
     return info
 
 
