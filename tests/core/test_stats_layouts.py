@@ -130,15 +130,89 @@ tails = st.lists(parts, max_size=7).map(lambda found: "".join(", " + part for pa
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(tails, min_size=1, max_size=10), st.data())
-def test_parts_read_through_a_remembered_layout_equal_the_plain_reading(
-    texts: list[str], data: st.DataObject
+@given(tails)
+def test_parts_equal_the_plain_reading(tail: str) -> None:
+    assert {name: tail[a:b] for name, (a, b) in _part_spans(tail).items()} == plain_parts(tail), tail
+
+
+# Stats lines of every layout: engines, the V0 swapped form, any parts, any digits, prefixes.
+PREFIXES = [
+    "(APIServer pid=1) INFO 10-03 21:00:{s} [loggers.py:123] ",
+    "INFO 10-03 21:00:{s} [metrics.py:455] ",
+    "2025-10-03T21:00:{s}.123456Z (APIServer pid=1) INFO 10-03 21:00:{s} [loggers.py:123] ",
+    "svc-1  | (APIServer pid=1) INFO 10-03 21:00:{s} [loggers.py:123] ",
+    "\x1b[1;36m(APIServer pid=1)\x1b[0;0m INFO 10-03 21:00:{s} [loggers.py:123] ",
+    "(APIServer pid=1) INFO 10-03 21:00:{s} [loggers.py:123] Avg prompt throughput: 1.0 tokens/s, ",
+    "",
+]
+HEADS = [
+    "Engine {e}: ",
+    "{e} Engines Aggregated: ",
+    "",
+]
+number = st.one_of(digits(1, 4), st.builds(lambda a, b: f"{a}.{b}", digits(1, 4), digits(1, 2)))
+
+
+@st.composite
+def stats_lines(draw: st.DrawFn) -> str:
+    prefix = draw(st.sampled_from(PREFIXES)).format(s=draw(digits(2, 2)))
+    head = draw(st.sampled_from(HEADS)).format(e=draw(digits(1, 4)))
+    counts = (
+        f"Running: {draw(digits(1, 3))} reqs, Swapped: {draw(digits(1, 3))} reqs, Pending: {draw(digits(1, 3))} reqs"
+        if draw(st.booleans())
+        else f"Running: {draw(digits(1, 3))} reqs, Waiting: {draw(digits(1, 3))} reqs"
+    )
+    body = (
+        f"Avg prompt throughput: {draw(number)} tokens/s, Avg generation throughput: {draw(number)} tokens/s, "
+        + counts
+        + draw(tails)
+    )
+    if draw(st.booleans()):  # colour codes inside the stats text, around its values
+        body = body.replace("Running: ", "\x1b[33mRunning: \x1b[1m", 1).replace(
+            " tokens/s", "\x1b[0m tokens/s", 1
+        )
+    return prefix + head + body + draw(st.sampled_from(["", " ", "\r"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(stats_lines(), min_size=1, max_size=12), st.data())
+def test_stats_lines_read_through_a_remembered_plan_equal_those_read_anew(
+    lines: list[str], data: st.DataObject
 ) -> None:
-    changed = [re.sub(r"\d+", lambda _: data.draw(digits(1, 4)), text) for text in texts]
-    clock = _Clock()
-    for tail in texts + changed + texts:
-        assert {name: tail[a:b] for name, (a, b) in clock.parts_of(tail).items()} == plain_parts(tail), tail
-        assert clock.parts_of(tail) == _part_spans(tail)
+    """Lines of a few layouts repeated with other digits: what the plans kept per layout read is
+    what reading each line anew gives (the same clock, so the same times)."""
+    import pytest
+
+    from vllm_log_lsp.core import stats
+
+    again = [re.sub(r"\d+", lambda _: data.draw(digits(1, 4)), line) for line in lines]
+    text = "\n".join(lines + again + lines) + "\n"
+    planned = scan_stats(LogIndex(text))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stats._Clock, "plan_of", lambda self, raw: None)
+        anew = scan_stats(LogIndex(text))
+    assert planned == anew
+
+
+def test_plans_are_kept_and_read_for_repeated_layouts(monkeypatch) -> None:
+    """Not vacuous: a log of one layout reads all but its first line through the kept plan."""
+    from vllm_log_lsp.core import stats
+
+    line = (
+        "(APIServer pid=1) INFO 10-03 21:00:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: "
+        "{p}.0 tokens/s, Avg generation throughput: 9.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, "
+        "GPU KV cache usage: 1.5%, Prefix cache hit rate: 0.0%"
+    )
+    planned = []
+    sample_from = stats._sample_from
+    monkeypatch.setattr(
+        stats, "parse_line", lambda *a, parse=stats.parse_line: planned.append(0) or parse(*a)
+    )
+    text = "\n".join(line.format(s=s, p=s % 10) for s in range(20)) + "\n"
+    samples = scan_stats(LogIndex(text)).samples
+    assert len(samples) == 20 and len(planned) == 1
+    assert [s.prompt_throughput for s in samples] == [float(s % 10) for s in range(20)]
+    assert sample_from is stats._sample_from
 
 
 def test_a_stats_log_reads_as_its_lines_read_one_at_a_time() -> None:
@@ -171,3 +245,15 @@ def test_a_stats_log_reads_as_its_lines_read_one_at_a_time() -> None:
 
 def vars_of(record: object) -> dict:
     return {name: getattr(record, name) for name in record.__match_args__}  # type: ignore[attr-defined]
+
+
+def test_a_count_printed_with_a_fraction_is_no_count() -> None:
+    """`Preemptions: 0.5` (no count has a fraction; the part's pattern takes one): the sample is
+    read, its count unknown, and the check goes on (it raised before)."""
+    line = (
+        "(APIServer pid=1) INFO 10-03 21:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 "
+        "tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, "
+        "GPU KV cache usage: 5.0%, Preemptions: 0.5, Deferred: 2"
+    )
+    [sample] = scan_stats(LogIndex(line + "\n")).samples
+    assert (sample.preemptions, sample.deferred, sample.kv_usage) == (None, 2, 5.0)

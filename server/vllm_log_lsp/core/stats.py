@@ -163,12 +163,17 @@ def parse_stats_line(line_no: int, raw: str) -> StatsSample | None:
 
 
 def _read_line(scan: StatsScan, clock: _Clock, line_no: int, raw: str, offset: int = -1) -> None:
+    plan = clock.plan_of(raw)
+    if plan is not None:  # a stats line of a layout read before (its text is the raw line's)
+        scan.samples.append(_sample_from(plan, line_no, raw, raw[plan.message_col :], clock, offset))
+        return
     line = parse_line(line_no, raw)
     message = line.message
     if STATS_LITERAL in message:
-        sample = _sample(line_no, line.text, message, line.message_col, clock, offset)
-        if sample is not None:
-            scan.samples.append(sample)
+        plan = _stats_plan(line.text, message, line.message_col)
+        if plan is not None:
+            clock.keep_plan(raw, plan)
+            scan.samples.append(_sample_from(plan, line_no, line.text, message, clock, offset))
     elif PREEMPTION_LITERAL in message and (found := _PREEMPTED.search(message)):
         time, stamp = clock.read(line.text, line.text.find(PREEMPTION_LITERAL))
         scan.preemptions.append(
@@ -183,25 +188,92 @@ def _read_line(scan: StatsScan, clock: _Clock, line_no: int, raw: str, offset: i
             scan.samples[-1] = replace(previous, prefix_hit_rate=float(found.group("gpu")))
 
 
-def _sample(
-    line_no: int, text: str, message: str, message_col: int, clock: _Clock, offset: int = -1
-) -> StatsSample | None:
+_NO_SPAN = (-1, -1)
+
+
+@dataclass(frozen=True, slots=True)
+class _StatsPlan:
+    """Where a stats line holds what its sample reads: spans in its message (`_NO_SPAN`:
+    absent), and what its layout alone says. Every pattern it comes from treats all digits
+    alike, so a line of the same digit-masked text has its values at the same places."""
+
+    message_col: int  # where the message starts in the line
+    engine: tuple[int, int]  # `Engine N: `'s number
+    engines: tuple[int, int]  # `N Engines Aggregated: `'s number
+    prompt: tuple[int, int]
+    generation: tuple[int, int]
+    running: tuple[int, int]
+    swapped: tuple[int, int]
+    waiting: tuple[int, int]
+    kv_usage: tuple[int, int]
+    kv_device: str | None
+    cpu_kv_usage: tuple[int, int]
+    prefix_hit_rate: tuple[int, int]
+    preemptions: tuple[int, int]
+    deferred: tuple[int, int]
+    start_col: int  # where the stats text starts in the line (its timestamp is read before it)
+    end_col: int
+    digit_blind: bool  # (whether `start_col` holds for every text of this layout)
+
+
+def _stats_plan(text: str, message: str, message_col: int) -> _StatsPlan | None:
+    """The plan of a stats line whose text `text` has `message` from `message_col` (None: its
+    message is no stats line)."""
     head = _HEAD.search(message)
     if head is None:
         return None
-    engine_no, engines, prompt, generation, running, swapped, waiting = head.group(
-        "engine", "engines", "prompt", "generation", "running", "swapped", "waiting"
-    )
-    tail = message[head.end() :]
-    values = {name: tail[start:end] for name, (start, end) in clock.parts_of(tail).items()}
-    kv_device, kv_usage = None, None
-    for name, value in values.items():
+    spans = {
+        name: head.span(name)
+        for name in ("engine", "engines", "prompt", "generation", "running", "swapped", "waiting")
+    }
+    at = head.end()
+    parts = {name: (at + a, at + b) for name, (a, b) in _part_spans(message[at:]).items()}
+    kv_device, kv_usage = None, _NO_SPAN
+    for name, span in parts.items():
         if (name.endswith(" KV cache usage") and name != "CPU KV cache usage") or name == "KV cache usage":
-            kv_device, kv_usage = name[: -len("KV cache usage")].strip() or None, float(value)
+            kv_device, kv_usage = name[: -len("KV cache usage")].strip() or None, span
             break
-    cpu = values.get("CPU KV cache usage")
-    if kv_usage is None and cpu is not None and "CPU KV cache usage" in values:
-        kv_device, kv_usage, cpu = "CPU", float(cpu), None  # the CPU backend's only cache
+    cpu = parts.get("CPU KV cache usage", _NO_SPAN)
+    if kv_usage == _NO_SPAN and "CPU KV cache usage" in parts:
+        kv_device, kv_usage, cpu = "CPU", cpu, _NO_SPAN  # the CPU backend's only cache
+    head_text = head.group(0)
+    start_col = text.find(head_text)
+    if start_col < 0:  # colour codes inside the stats text
+        start_col = message_col
+    # The head's first place in the text (`find`) is the same in every text of this layout when
+    # its masked text is first found there in the masked line (a place of the real text would
+    # be one of the masked text).
+    digit_blind = text.isascii() and _masked(text).find(_masked(head_text)) == start_col
+    return _StatsPlan(
+        message_col,
+        spans["engine"],
+        spans["engines"],
+        spans["prompt"],
+        spans["generation"],
+        spans["running"],
+        spans["swapped"],
+        spans["waiting"],
+        kv_usage,
+        kv_device,
+        cpu,
+        parts.get("Prefix cache hit rate", _NO_SPAN),
+        parts.get("Preemptions", _NO_SPAN),
+        parts.get("Deferred", _NO_SPAN),
+        start_col,
+        len(text.rstrip()),
+        digit_blind,
+    )
+
+
+def _sample_from(
+    plan: _StatsPlan, line_no: int, text: str, message: str, clock: _Clock, offset: int = -1
+) -> StatsSample:
+    """The sample of line `line_no`, whose text `text` (with `message`) has `plan`."""
+
+    def value(span: tuple[int, int]) -> str | None:
+        return message[span[0] : span[1]] if span[0] >= 0 else None
+
+    engine_no, engines = value(plan.engine), value(plan.engines)
     engine = (
         f"Engine {int(engine_no):03d}"
         if engine_no
@@ -209,30 +281,32 @@ def _sample(
         if engines
         else "engine"
     )
-    start_col = text.find(head.group(0))
-    if start_col < 0:  # colour codes inside the stats text
-        start_col = message_col
-    time, stamp = clock.read(text, start_col)
+    time, stamp = clock.read(text, plan.start_col)
     # (positional, in field order: a per-line record, built faster so than by keyword)
     return StatsSample(
         line_no,
-        Span(line_no, start_col, len(text.rstrip())),
+        Span(line_no, plan.start_col, plan.end_col),
         time,
         stamp,
         engine,
-        float(prompt),
-        float(generation),
-        int(running),
-        int(waiting),
-        _int(swapped),
-        kv_usage,
-        kv_device,
-        None if cpu is None else float(cpu),
-        _float(values.get("Prefix cache hit rate")),
-        _int(values.get("Preemptions")),
-        _int(values.get("Deferred")),
+        float(message[plan.prompt[0] : plan.prompt[1]]),
+        float(message[plan.generation[0] : plan.generation[1]]),
+        int(message[plan.running[0] : plan.running[1]]),
+        int(message[plan.waiting[0] : plan.waiting[1]]),
+        _int(value(plan.swapped)),
+        _float(value(plan.kv_usage)),
+        plan.kv_device,
+        _float(value(plan.cpu_kv_usage)),
+        _float(value(plan.prefix_hit_rate)),
+        _int(value(plan.preemptions)),
+        _int(value(plan.deferred)),
         offset,
     )
+
+
+def _masked(text: str) -> bytes:
+    """An ASCII text with every digit masked as `0` (see `_MASK_DIGITS`)."""
+    return text.encode("ascii").translate(_MASK_DIGITS)
 
 
 def _part_spans(tail: str) -> dict[str, tuple[int, int]]:
@@ -265,15 +339,30 @@ class _Clock:
     """Turns printed timestamps into seconds; a year-less stamp that goes back months wraps a year.
 
     The lines of a log repeat a few layouts with other digits: where a stamp lies in the text
-    before a message (and where a stats line's parts are) is found once per layout (the
-    digit-masked ASCII text) and read off each line at those places; a date is turned into a
-    day once."""
+    before a message, and where a stats line holds its values (`_StatsPlan`), is found once per
+    layout (the digit-masked ASCII text) and read off each line at those places; a date is
+    turned into a day once."""
 
     def __init__(self) -> None:
         self.last: float | None = None
         self._stamps: dict[bytes, tuple[tuple[int, int], ...] | None] = {}
-        self._parts: dict[bytes, dict[str, tuple[int, int]]] = {}
         self._days: dict[tuple[int, int, int], int | None] = {}
+        self._plans: dict[bytes, _StatsPlan] = {}  # stats lines' plans, by masked line
+
+    def plan_of(self, raw: str) -> _StatsPlan | None:
+        """The plan kept for a line of `raw`'s layout (`keep_plan`), if any. Only a line that
+        parses as its text (no colour code, `strip_ansi`'s test) and is ASCII has one."""
+        if not self._plans or not raw.isascii() or "\x1b" in raw or "m(" in raw:
+            return None
+        return self._plans.get(_masked(raw))
+
+    def keep_plan(self, raw: str, plan: _StatsPlan) -> None:
+        """Keep the plan of a stats line for the lines of its layout (its parse depends on the
+        layout alone: `lines.parse_line`'s layouts treat all digits alike, as the plan's do)."""
+        if plan.digit_blind and raw.isascii() and "\x1b" not in raw and "m(" not in raw:
+            if len(self._plans) >= _MEMO_MAX:
+                self._plans.clear()
+            self._plans[_masked(raw)] = plan
 
     def read(self, text: str, end: int) -> tuple[float | None, str | None]:
         """The last timestamp in `text[:end]` (vLLM's own is nearest the message)."""
@@ -296,10 +385,6 @@ class _Clock:
             seconds += 366 * 86400  # December to January in a log without years
         self.last = seconds
         return seconds, before[start:stop]
-
-    def parts_of(self, tail: str) -> dict[str, tuple[int, int]]:
-        """`_part_spans(tail)`, found once per layout of the text."""
-        return _memo(self._parts, tail, _part_spans)
 
     def _day(self, year: int, month: int, day: int) -> int | None:
         """Days from 2000-01-01 to this date, or None when there is no such date."""
@@ -375,7 +460,8 @@ def _run_of(bounds: list[tuple[int, int]], line: int, hint: int) -> int:
 
 
 def _int(text: str | None) -> int | None:
-    return None if text is None else int(text)
+    """A count as printed (`_PART` also takes a fraction, which no count has: None)."""
+    return int(text) if text is not None and text.isdigit() else None
 
 
 def _float(text: str | None) -> float | None:
