@@ -122,11 +122,29 @@ def grep_anchor(path: Path) -> dict[str, list[str]]:
     return {"grep": ["grep", "-cE", GREP_PATTERN, str(path)]}
 
 
+def search_anchors(path: Path) -> dict[str, list[str]]:
+    """grep, and rg when installed, counting the same lines of `path`."""
+    commands = grep_anchor(path)
+    if shutil.which("rg"):
+        commands["rg"] = ["rg", "--no-config", "-c", GREP_PATTERN, str(path)]
+    return commands
+
+
+def against_searches(
+    name: str, short: str, times: dict[str, Series], aim: float | None, answer: str, ok: bool, detail: str
+) -> list[Figure]:
+    """`check` against grep (`name`), and against rg when it ran (`short`)."""
+    figures = [Figure(name, ratios(times["check"], times["grep"]), "grep", aim, answer, ok, detail)]
+    if "rg" in times:
+        figures.append(
+            Figure(f"check {short} / rg -c", ratios(times["check"], times["rg"]), "rg", None, answer, ok)
+        )
+    return figures
+
+
 def fig_serving(args, check, workdir) -> list[Figure]:
     info = generated(workdir, f"serving-{args.mb:g}", megabytes=args.mb, shape="serving")
-    commands = grep_anchor(info.path)
-    if shutil.which("rg"):
-        commands["rg"] = ["rg", "--no-config", "-c", GREP_PATTERN, str(info.path)]
+    commands = search_anchors(info.path)
     if shutil.which("lnav"):
         commands["lnav"] = ["lnav", "-n", "-c", f":filter-in {GREP_PATTERN}", str(info.path)]
     commands["check"] = [*check, str(info.path)]
@@ -139,21 +157,8 @@ def fig_serving(args, check, workdir) -> list[Figure]:
         f"check {times['check'].spread(' s')}, grep {times['grep'].spread(' s', digits=3)}; "
         f"CPU: check {cpu['check'].spread(' s')}, grep {cpu['grep'].spread(' s', digits=3)}"
     )
-    figures = [
-        Figure(
-            f"check {info.megabytes:.0f} MB serving log / grep -cE",
-            ratios(times["check"], times["grep"]),
-            "grep",
-            3,
-            answer,
-            ok,
-            seconds,
-        )
-    ]
-    if "rg" in times:
-        figures.append(
-            Figure("check serving / rg -c", ratios(times["check"], times["rg"]), "rg", None, answer, ok)
-        )
+    name = f"check {info.megabytes:.0f} MB serving log / grep -cE"
+    figures = against_searches(name, "serving", times, 3, answer, ok, seconds)
     if "lnav" in times:
         lnav_ok = b"torch.OutOfMemoryError" in last["lnav"].stdout
         figures.append(
@@ -331,10 +336,7 @@ def fig_prefilter(args, check, workdir) -> list[Figure]:
 #: instead of `regex` and no ahocorasick-rs (modules set to None cannot be imported).
 def fig_real(args, check, workdir) -> list[Figure]:
     info = generated(workdir, f"real-{args.mb:g}", megabytes=args.mb, shape="real")
-    commands = grep_anchor(info.path)
-    if shutil.which("rg"):
-        commands["rg"] = ["rg", "--no-config", "-c", GREP_PATTERN, str(info.path)]
-    commands["check"] = [*check, str(info.path)]
+    commands = {**search_anchors(info.path), "check": [*check, str(info.path)]}
     times, rss, last, cpu = interleaved(commands, args.runs)
     with tempfile.TemporaryDirectory() as tmp:
         files = []
@@ -349,22 +351,8 @@ def fig_real(args, check, workdir) -> list[Figure]:
         f"check {times['check'].spread(' s')}, grep {times['grep'].spread(' s', digits=3)}; "
         f"CPU: check {cpu['check'].spread(' s')}; peak RSS {rss['check'].spread(' MB', digits=0)}"
     )
-    figures = [
-        Figure(
-            f"check {info.megabytes:.0f} MB of real logs / grep -cE",
-            ratios(times["check"], times["grep"]),
-            "grep",
-            None,
-            answer,
-            ok,
-            seconds,
-        )
-    ]
-    if "rg" in times:
-        figures.append(
-            Figure("check real logs / rg -c", ratios(times["check"], times["rg"]), "rg", None, answer, ok)
-        )
-    return figures
+    name = f"check {info.megabytes:.0f} MB of real logs / grep -cE"
+    return against_searches(name, "real logs", times, None, answer, ok, seconds)
 
 
 BUNDLED = (

@@ -219,6 +219,21 @@ def progress_redraws(label: str, steps: int) -> str:
     return "\r".join(f"{label}: {100 * i // steps:3d}%|{'#' * i}| {i}/{steps}" for i in range(steps + 1))
 
 
+def record_tool_searches(monkeypatch) -> list:
+    """The literal groups of each search `prefilter._run_tools` runs from now on (a list that
+    grows as they run); the searches still run."""
+    from vllm_log_lsp.core import prefilter
+
+    searched: list = []
+    run_tools = prefilter._run_tools
+    monkeypatch.setattr(
+        prefilter,
+        "_run_tools",
+        lambda tool, groups, *rest: searched.append(groups) or run_tools(tool, groups, *rest),
+    )
+    return searched
+
+
 def scan_values(scan) -> tuple[object, ...]:  # (a `scan.Scan`)
     """What a scan says, for comparing two scans: its candidate lines, events, symptoms, the lines
     its tracebacks consumed and their exception lines, and the tracebacks."""

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from support import CRASH, CRASH2, CRASH3, healthy_logs, read_log
 from vllm_log_lsp.core.catalog import builtin_catalog
 from vllm_log_lsp.core.scan import _SCANNED_KINDS, scan_lines, scan_literals
+from vllm_log_lsp.core.text import LogIndex
 
 CATALOG = builtin_catalog()
 LITERALS = sorted(scan_literals(CATALOG))
@@ -105,8 +106,6 @@ WORDINGS = [
 
 @pytest.mark.parametrize(("kind", "marker_id", "message"), WORDINGS)
 def test_each_wording_of_a_marker_is_read(kind: str, marker_id: str, message: str) -> None:
-    from vllm_log_lsp.core.text import LogIndex
-
     assert any(literal in message for literal in LITERALS)  # (the pre-filter keeps the line)
     found = next(
         (m for m in CATALOG.markers_of(kind) if m.literal in message and m.pattern.search(message)), None

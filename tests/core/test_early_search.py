@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support import CRASH, unavailable
+from support import CRASH, record_tool_searches, unavailable
 from vllm_log_lsp import cli
 from vllm_log_lsp.core import datacache, early, prefilter
 
@@ -33,13 +33,7 @@ def setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(early, "TOOL_THRESHOLD", 0)
     monkeypatch.setattr(prefilter, "TOOL_THRESHOLD", 0)
     monkeypatch.setattr(prefilter, "AUTOMATON_THRESHOLD", 1 << 60)
-    searched_here: list[list[list[str]]] = []
-    run_tools = prefilter._run_tools
-    monkeypatch.setattr(
-        prefilter,
-        "_run_tools",
-        lambda tool, groups, *rest: searched_here.append(groups) or run_tools(tool, groups, *rest),
-    )
+    searched_here = record_tool_searches(monkeypatch)
     log = tmp_path / "vllm.log"
     log.write_bytes(LOG.read_bytes())
     yield log, searched_here

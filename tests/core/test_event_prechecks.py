@@ -31,7 +31,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support import CRASH, CRASH2, CRASH3, read_log
+from support import CRASH, CRASH2, CRASH3, read_log, record_tool_searches
 from vllm_log_lsp.core.analyze import Analyzer
 from vllm_log_lsp.core.catalog import Catalog, Pattern, builtin_catalog, required_alternatives
 from vllm_log_lsp.core.incidents import (
@@ -240,13 +240,7 @@ def test_run_starts_of_a_file_read_by_rg_are_every_candidates_own(tmp_path, monk
     if prefilter.search_tool(("rg",)) is None:
         pytest.fail("rg is not installed (scripts/install/05-system.sh installs it)")
     monkeypatch.setattr(prefilter, "TOOL_THRESHOLD", 0)
-    searched: list[list[list[str]]] = []
-    run_tools = prefilter._run_tools
-    monkeypatch.setattr(
-        prefilter,
-        "_run_tools",
-        lambda tool, groups, *rest: searched.append(groups) or run_tools(tool, groups, *rest),
-    )
+    searched = record_tool_searches(monkeypatch)
     text = "\n".join(_RUN_LINES * 3) + "\n"
     path = tmp_path / "restarts.log"
     path.write_text(text)

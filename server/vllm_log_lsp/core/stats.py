@@ -309,6 +309,12 @@ def _masked(text: str) -> bytes:
     return text.encode("ascii").translate(_MASK_DIGITS)
 
 
+def _plannable(raw: str) -> bool:
+    """Whether a line parses as its own text (no colour code: `strip_ansi`'s test) and is ASCII:
+    only such a line's layout is its masked text."""
+    return raw.isascii() and "\x1b" not in raw and "m(" not in raw
+
+
 def _part_spans(tail: str) -> dict[str, tuple[int, int]]:
     """Each `Name: value` part of the text after a stats line's head: the first value of each
     name, as its span in `tail`."""
@@ -352,14 +358,12 @@ class _Clock:
     def plan_of(self, raw: str) -> _StatsPlan | None:
         """The plan kept for a line of `raw`'s layout (`keep_plan`), if any. Only a line that
         parses as its text (no colour code, `strip_ansi`'s test) and is ASCII has one."""
-        if not self._plans or not raw.isascii() or "\x1b" in raw or "m(" in raw:
-            return None
-        return self._plans.get(_masked(raw))
+        return self._plans.get(_masked(raw)) if self._plans and _plannable(raw) else None
 
     def keep_plan(self, raw: str, plan: _StatsPlan) -> None:
         """Keep the plan of a stats line for the lines of its layout (its parse depends on the
         layout alone: `lines.parse_line`'s layouts treat all digits alike, as the plan's do)."""
-        if plan.digit_blind and raw.isascii() and "\x1b" not in raw and "m(" not in raw:
+        if plan.digit_blind and _plannable(raw):
             if len(self._plans) >= _MEMO_MAX:
                 self._plans.clear()
             self._plans[_masked(raw)] = plan
@@ -402,7 +406,7 @@ def _memo(found: dict[bytes, _T], text: str, find: Callable[[str], _T]) -> _T:
     `find` must treat every digit alike and give positions). Other text is looked at anew."""
     if not text.isascii():
         return find(text)
-    key = text.encode("ascii").translate(_MASK_DIGITS)
+    key = _masked(text)
     if key in found:
         return found[key]
     if len(found) >= _MEMO_MAX:

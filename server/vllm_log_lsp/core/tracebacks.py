@@ -401,6 +401,8 @@ class BodyMemo:
         `number`, at most `limit` of them) repeat, if one does: (start, number, limit) of what
         is left to read."""
         text = index.text
+        if not self._bodies:
+            return start, number, limit
         end = index.line_end_at(start)
         if end >= len(text):  # (the last line: no body line ends after it)
             return start, number, limit
