@@ -72,11 +72,15 @@ def test_literal_window_is_the_plain_window_filtered(
 
 
 # Whole lines, most holding the literals (a writer's lines in a row: the window reads them as one
-# block while they do, `LineWindow._run`).
+# block while they do, `LineWindow._run`), each ended by one break of a log's kind: all `\n`,
+# all `\r\n`, or mixed with a progress bar's bare `\r` (the run hands those back).
 LINES = ["lit x", "lit", "li t", "x lit 模", "other", "", "lit\x1b[0m", "\x1b[1m", "litx" * 40]
-line_texts = st.tuples(
-    st.lists(st.sampled_from(LINES), max_size=40), st.sampled_from(["\n", "\r\n"]), st.booleans()
-).map(lambda t: t[1].join(t[0]) + (t[1] if t[2] else ""))
+BREAKS = st.sampled_from([["\n"], ["\r\n"], ["\n", "\r\n", "\r"], ["\n", "\r"]])
+line_texts = BREAKS.flatmap(
+    lambda breaks: st.lists(st.tuples(st.sampled_from(LINES), st.sampled_from(breaks)), max_size=40)
+).map(lambda lines: "".join(line + brk for line, brk in lines)) | st.builds(
+    lambda text, cut: text[:-cut] if cut else text, st.just("lit\r\nlit\r\nlit\r"), st.integers(0, 1)
+)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

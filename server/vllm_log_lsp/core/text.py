@@ -841,10 +841,14 @@ class LineWindow:
         holds a needle, as `_lines_holding` yields them, reading a block of text at a time (one
         slice and split where the search takes a find, two line-end searches and a slice per
         line). Returns (start, number) of the first line holding none, or None when the
-        window has ended. A text without `\r` only (the block is split on `\n`); `number` is
-        at most `last`."""
+        window has ended; `number` is at most `last`.
+
+        The block is split on `\n`. In a text with a `\r`, a piece ending in the only `\r` it
+        holds, with a `\n` after it, is a line ended by `\r\n`; a piece with any other `\r`
+        (a progress bar's bare `\r` breaks, a `\r` at the end of the text) is handed back
+        (its start is returned) to be read line by line."""
         index = self.index
-        text, n, nl = index.text, len(index.text), index._nl
+        text, n, nl, cr = index.text, len(index.text), index._nl, index._cr if index.has_cr else None
         literal, escape = needles[0], needles[1] if len(needles) > 1 else None
         block = self._RUN_BLOCK
         while True:
@@ -855,6 +859,11 @@ class LineWindow:
                     return start, number  # (a line longer than the block: searched for as usual)
                 hi = cut
             for piece in text[start:hi].split(nl):
+                after = start + len(piece) + 1  # (the next piece's start)
+                if cr is not None and cr in piece:
+                    if piece.find(cr) != len(piece) - 1 or after > n:
+                        return start, number  # (a bare `\r`: read line by line)
+                    piece = piece[:-1]  # (a `\r\n` line)
                 end = start + len(piece)
                 if literal not in piece and (escape is None or escape not in piece):
                     return start, number
@@ -867,7 +876,7 @@ class LineWindow:
                     return None
                 if number == last:
                     return None
-                start, number = end + 1, number + 1
+                start, number = after, number + 1
                 if self._widened():  # (the next lines are read by the new literals)
                     needles, rest = self._needles()
                     literal, escape = needles[0], needles[1] if len(needles) > 1 else None
@@ -936,7 +945,7 @@ class LineWindow:
             next_number = number + 1
             if self._widened():
                 needles, rest = self._needles()
-            if consecutive and not index.has_cr:
+            if consecutive:
                 # Two of the window's lines in a row (a traceback): the next ones probably
                 # are too, and are read as one block while they are.
                 literals = self.literals
