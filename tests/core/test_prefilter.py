@@ -277,6 +277,31 @@ def test_one_search_splits_lines_by_group_for_any_literals(
                 )
 
 
+@given(
+    pieces=st.lists(st.sampled_from(_PIECES), max_size=40),
+    groups=st.lists(
+        st.lists(st.sampled_from(["Error", "rror", "or: ", "模", "x"]), max_size=3), min_size=1, max_size=3
+    ),
+)
+@settings(max_examples=100, deadline=None)
+def test_rg_over_a_file_with_bare_crs_gives_lsp_lines(
+    pieces: list[str], groups: list[list[str]], tmp_path_factory
+) -> None:
+    """rg numbers `\n` lines; over a file whose lines also end at a bare `\r` (progress bars),
+    its rows become the LSP lines (each piece of a `\n` line that holds a literal) that a
+    search counting LSP's line breaks finds, numbered the same."""
+    text = "".join(pieces)
+    path = tmp_path_factory.mktemp("cr") / "log"
+    path.write_bytes(text.encode("utf-8"))
+    rg = tool("rg")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(prefilter, "TOOL_THRESHOLD", 0)
+        patch.setattr(prefilter, "search_tool", lambda kinds=None: rg)
+        index = LogIndex(path.read_bytes(), str(path))
+        found = prefilter._file_tool_groups(index, [sorted(set(g)) for g in groups], 0, [])
+    assert found == _each_alone(text.encode("utf-8"), groups, 0)
+
+
 @pytest.mark.parametrize("way", _WAYS)
 def test_the_work_meanwhile_runs_once_whichever_way_searches(way: str, monkeypatch) -> None:
     _search_way(way, monkeypatch)

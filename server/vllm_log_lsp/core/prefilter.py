@@ -16,7 +16,8 @@ of preference:
 All paths return the same lines (tested). The analysis searches with `candidate_lines_by_group`,
 which runs its other work (the UTF-8 check) beside the search: there a file on disk goes to rg
 first, one process per group of literals, as rg numbers the lines too and runs in a process of
-its own; the automaton comes next, in a thread.
+its own (in a log with bare `\r`, its `\n` lines are renumbered and split into LSP's); the
+automaton comes next, in a thread.
 """
 
 from __future__ import annotations
@@ -168,8 +169,11 @@ def _file_tool_groups(
 ) -> list[list[tuple[int, int | None]]] | None:
     """Each group's lines of a file on disk, read by an rg process of its own (which numbers
     them: nothing is counted here), the processes running while the `pending` work runs here
-    (taken off the list); None when rg is missing or fails, or the text is not a whole file."""
-    if index.path is None or begin or not index.is_bytes or index.has_cr or len(index) < TOOL_THRESHOLD:
+    (taken off the list); None when rg is missing or fails, or the text is not a whole file.
+    In a text with a bare `\r`, rg's `\n` lines are split into LSP's (`_split_at_bare_crs`)."""
+    if index.path is None or begin or not index.is_bytes or len(index) < TOOL_THRESHOLD:
+        return None
+    if index.has_cr and any(_spans_lines(group) for group in sets):
         return None
     rg = search_tool(("rg",))
     if rg is None:
@@ -182,10 +186,44 @@ def _file_tool_groups(
     found: list[list[tuple[int, int | None]]] = []
     for group in sets:
         rows = _parse_rows(outputs.pop(0)) if group else []
+        if rows and index.has_cr:
+            rows = _split_at_bare_crs(index, rows, group)
         if rows is None:
             return None
         found.append(rows)  # type: ignore[arg-type]  # (numbered: `int | None` for those to number)
     return found
+
+
+def _split_at_bare_crs(index: LogIndex, rows: Numbered, literals: list[str]) -> Numbered | None:
+    """rg's rows (line start, `\n` line number) as LSP's lines: rg ends a line at `\n` only,
+    LSP at a bare `\r` too (a progress bar's redraws are one `\n` line of many pieces). A row
+    whose `\n` line is one LSP line is renumbered (`NewlineLines`, built once per text: the
+    report numbers lines as grep does with it); a row of pieces becomes each piece holding a
+    literal (none spans a piece: `_spans_lines`). None when the pieces do not add up (not
+    expected: the caller then searches another way)."""
+    lines = index.newline_lines()
+    if lines.identity:  # (only `\r\n`: the same lines)
+        return rows
+    text, needles = index.text, [literal.encode("utf-8") for literal in literals]
+    assert not isinstance(text, str)  # (rg read the file: its bytes are the text)
+    split: Numbered = []
+    for start, number in rows:
+        first, last = lines.core_line_range(number)
+        if first == last:
+            split.append((start, first))
+            continue
+        line_end = text.find(b"\n", start)
+        line_end = len(text) if line_end < 0 else line_end
+        if line_end < len(text) and text[line_end - 1 : line_end] == b"\r":
+            line_end -= 1  # (a `\r\n` break: the `\r` ends no piece)
+        pieces = text[start:line_end].split(b"\r")
+        if len(pieces) != last - first + 1:
+            return None
+        for number_of_piece, piece in enumerate(pieces, first):
+            if any(needle in piece for needle in needles):
+                split.append((start, number_of_piece))
+            start += len(piece) + 1
+    return split
 
 
 def _run_tools(
