@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
@@ -9,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from support import lsp_lines
+from vllm_log_lsp.core import text as text_module
 from vllm_log_lsp.core.analyze import analyze
 from vllm_log_lsp.core.lines import parse_line
 from vllm_log_lsp.core.text import LogIndex, decode_log, strip_ansi
@@ -48,6 +50,28 @@ def test_strip_ansi_maps_columns_back() -> None:
     clean, colmap = strip_ansi(raw)
     assert clean == "(Worker pid=1) ERROR x"
     assert colmap is not None and raw[colmap[clean.index("ERROR")] :].startswith("ERROR")
+
+
+@given(
+    st.lists(
+        st.sampled_from(["\x1b[0m", "\x1b[1;36m", "[0;36m", "(", ")", "x", "模", "\x1bM", "\x1b"]),
+        max_size=20,
+    )
+)
+def test_strip_ansi_maps_every_column_to_the_character_it_kept(pieces: list[str]) -> None:
+    """Each clean column maps to the line's column of the character kept there, and the end to
+    the end of the line, wherever sequences were removed (adjacent ones, at either end)."""
+    raw = "".join(pieces)
+    clean, colmap = strip_ansi(raw)
+    if colmap is None:
+        assert clean == raw
+        return
+    kept = [match.span() for match in re.finditer(r"(?s).", raw)]
+    removed = {i for m in text_module._ANSI.finditer(raw) for i in range(*m.span())}
+    columns = [start for start, _ in kept if start not in removed]
+    assert [colmap[i] for i in range(len(clean))] == columns
+    assert "".join(raw[c] for c in columns) == clean
+    assert colmap[len(clean)] == len(raw)
 
 
 @pytest.mark.parametrize(

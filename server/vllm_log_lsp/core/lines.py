@@ -26,7 +26,7 @@ from sys import intern
 
 from . import regexes
 from .model import LogLine
-from .text import ESCAPE, strip_ansi
+from .text import ESCAPE, ColumnMap, strip_ansi
 
 _OUTER = regexes.compile(
     r"""
@@ -318,7 +318,7 @@ def _writer_of(clean: str, layout: _Layout) -> tuple[str, str | None, int | None
     return writer
 
 
-def _line_from(number: int, raw: str, clean: str, colmap: list[int] | None, layout: _Layout) -> LogLine:
+def _line_from(number: int, raw: str, clean: str, colmap: ColumnMap | None, layout: _Layout) -> LogLine:
     """The LogLine of a line whose text `clean` has `layout`."""
     stream, process, pid, outer = _writer_of(clean, layout)
     timestamp = source = None

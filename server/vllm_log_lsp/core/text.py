@@ -95,22 +95,43 @@ def inspect_log_bytes(data: Buffer) -> tuple[Buffer, list[str]]:
     return data, warnings
 
 
-def strip_ansi(line: str) -> tuple[str, list[int] | None]:
+class ColumnMap:
+    """The column in a line of each column of its text with escape sequences removed
+    (`strip_ansi`), kept as the removals: where each one falls in the clean text and how many
+    characters were removed up to it (a line is read for one column or two; a list of every
+    column cost more than the rest of its parse)."""
+
+    __slots__ = ("_at", "_removed")
+
+    def __init__(self, at: list[int], removed: list[int]) -> None:
+        self._at, self._removed = at, removed
+
+    def __getitem__(self, column: int) -> int:
+        """The line's column of clean column `column` (0 to the clean text's length)."""
+        before = bisect.bisect_right(self._at, column)
+        return column + (self._removed[before - 1] if before else 0)
+
+
+def strip_ansi(line: str) -> tuple[str, ColumnMap | None]:
     """Remove ANSI escape sequences. Returns (clean, colmap) where colmap[i] is the column in the
-    original line of clean column i (plus one entry for the end); None when nothing was removed."""
+    original line of clean column i (i up to the clean text's length); None when nothing was
+    removed."""
     if "\x1b" not in line and "m(" not in line:
         return line, None
     pieces: list[str] = []
-    colmap: list[int] = []
-    pos = 0
+    at: list[int] = []
+    removed: list[int] = []
+    pos = clean = gone = 0
     for match in _ANSI.finditer(line):
-        pieces.append(line[pos : match.start()])
-        colmap.extend(range(pos, match.start()))
-        pos = match.end()
+        start, end = match.span()
+        pieces.append(line[pos:start])
+        clean += start - pos
+        gone += end - start
+        at.append(clean)
+        removed.append(gone)
+        pos = end
     pieces.append(line[pos:])
-    colmap.extend(range(pos, len(line)))
-    colmap.append(len(line))
-    return "".join(pieces), colmap
+    return "".join(pieces), ColumnMap(at, removed)
 
 
 def extends(text: Text, old: Text) -> bool:
