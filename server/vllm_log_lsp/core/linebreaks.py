@@ -83,6 +83,11 @@ class NewlineLines:
             self._add_bare_crs(old_length)
 
     @property
+    def newlines_before_bare_crs(self) -> array:
+        """For each bare `\r` in order, the number of `\n` before it (its `\n` line)."""
+        return self._nl_before
+
+    @property
     def identity(self) -> bool:
         """Whether both numberings agree everywhere (no bare `\\r`)."""
         return not self._crs
