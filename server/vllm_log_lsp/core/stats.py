@@ -214,6 +214,9 @@ class _StatsPlan:
     start_col: int  # where the stats text starts in the line (its timestamp is read before it)
     end_col: int
     digit_blind: bool  # (whether `start_col` holds for every text of this layout)
+    # `_stamp_spans` of the text before `start_col` (where `_Clock.read` finds the time): for
+    # every text of this layout when `digit_blind` (its pattern treats all digits alike).
+    stamp: tuple[tuple[int, int], ...] | None
 
 
 def _stats_plan(text: str, message: str, message_col: int) -> _StatsPlan | None:
@@ -262,6 +265,7 @@ def _stats_plan(text: str, message: str, message_col: int) -> _StatsPlan | None:
         start_col,
         len(text.rstrip()),
         digit_blind,
+        _stamp_spans(text[: max(0, start_col)]),
     )
 
 
@@ -281,7 +285,7 @@ def _sample_from(
         if engines
         else "engine"
     )
-    time, stamp = clock.read(text, plan.start_col)
+    time, stamp = clock.time_of(text, plan.stamp)
     # (positional, in field order: a per-line record, built faster so than by keyword)
     return StatsSample(
         line_no,
@@ -371,14 +375,34 @@ class _Clock:
     def read(self, text: str, end: int) -> tuple[float | None, str | None]:
         """The last timestamp in `text[:end]` (vLLM's own is nearest the message)."""
         before = text[: max(0, end)]
-        spans = _memo(self._stamps, before, _stamp_spans)
+        return self.time_of(before, _memo(self._stamps, before, _stamp_spans))
+
+    def time_of(
+        self, text: str, spans: tuple[tuple[int, int], ...] | None
+    ) -> tuple[float | None, str | None]:
+        """The time of the timestamp at `spans` in `text` (`_stamp_spans`' answer for a prefix
+        of it: None, no timestamp)."""
         if spans is None:
             return None, None
-        (start, stop), (year_start, year_end), *numbers, (fraction_start, fraction_end) = spans
+        (
+            (start, stop),
+            (year_start, year_end),
+            month_at,
+            day_at,
+            hour_at,
+            minute_at,
+            second_at,
+            (
+                fraction_start,
+                fraction_end,
+            ),
+        ) = spans
         # (Each field is what `\\d` matched: a number.)
-        month, day, hour_no, minute_no, second_no = (int(before[a:b]) for a, b in numbers)
-        year = before[year_start:year_end] if year_start >= 0 else None
-        fraction = before[fraction_start:fraction_end] if fraction_start >= 0 else None
+        month, day = int(text[month_at[0] : month_at[1]]), int(text[day_at[0] : day_at[1]])
+        hour_no, minute_no = int(text[hour_at[0] : hour_at[1]]), int(text[minute_at[0] : minute_at[1]])
+        second_no = int(text[second_at[0] : second_at[1]])
+        year = text[year_start:year_end] if year_start >= 0 else None
+        fraction = text[fraction_start:fraction_end] if fraction_start >= 0 else None
         days = self._day(int(year or _NO_YEAR), month, day)
         if days is None or hour_no > 23 or minute_no > 59 or second_no > 59:
             return None, None  # not a time (`datetime` would refuse it)
@@ -388,7 +412,7 @@ class _Clock:
         if year is None and self.last is not None and seconds < self.last - 180 * 86400:
             seconds += 366 * 86400  # December to January in a log without years
         self.last = seconds
-        return seconds, before[start:stop]
+        return seconds, text[start:stop]
 
     def _day(self, year: int, month: int, day: int) -> int | None:
         """Days from 2000-01-01 to this date, or None when there is no such date."""
