@@ -42,7 +42,7 @@ from .tools import find_program
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
-    from typing import Any, TypeVar
+    from typing import Any, AnyStr, TypeVar
 
     _T = TypeVar("_T")
 
@@ -305,8 +305,17 @@ def _split_by_group(index: LogIndex, sets: list[list[str]], begin: int) -> list[
     if len(sets) == 1 or len(index) - begin < AUTOMATON_THRESHOLD:
         # (Small: `find` per literal either way, and no line to split.)
         return [candidate_lines(index, group, begin) if group else [] for group in sets]
-    for start, number in candidate_lines(index, union, begin) if union else []:
-        mask = _line_mask(index, start, sets)
+    # Each line is sliced once and each literal looked for with one C-speed `in`, in the text's
+    # own kind (a file's bytes are not decoded for it).
+    order = sorted(range(len(sets)), key=lambda bit: len(sets[bit]))
+    rows = candidate_lines(index, union, begin) if union else []
+    text, end_of = index.text, index.line_end_at
+    if isinstance(text, str):
+        masks = [_line_mask(text[start : end_of(start)], sets, order) for start, _ in rows]
+    else:
+        encoded = [[literal.encode("utf-8") for literal in group] for group in sets]
+        masks = [_line_mask(text[start : end_of(start)], encoded, order) for start, _ in rows]
+    for (start, number), mask in zip(rows, masks, strict=True):
         for bit, lines in enumerate(found):
             if mask >> bit & 1:
                 lines.append((start, number))
@@ -341,18 +350,17 @@ def _in_thread(search: Callable[[], _T], pending: list[Callable[[], object]]) ->
     return result[0]
 
 
-def _line_mask(index: LogIndex, start: int, sets: list[list[str]]) -> int:
-    """The groups with a literal in the line starting at `start`, a line that holds a literal of
-    some group. The largest group is looked for last and, when every other one was looked for
-    and missed, taken without looking (the literal is one of its)."""
-    end = index.line_end_at(start)
-    order = sorted(range(len(sets)), key=lambda bit: len(sets[bit]))
+def _line_mask(line: AnyStr, needles: Sequence[Sequence[AnyStr]], order: list[int]) -> int:
+    """The groups (by their `needles`, as `line`'s kind) with a literal in `line`, a line that
+    holds a literal of some group. `order`: the groups from the smallest; the largest is looked
+    for last and, when every other one was looked for and missed, taken without looking (the
+    literal is one of its)."""
     mask = 0
     for bit in order[:-1]:
-        if any(index.find(literal, start, end) >= 0 for literal in sets[bit]):
+        if any(needle in line for needle in needles[bit]):
             mask |= 1 << bit
     last = order[-1]
-    if not mask or any(index.find(literal, start, end) >= 0 for literal in sets[last]):
+    if not mask or any(needle in line for needle in needles[last]):
         mask |= 1 << last
     return mask
 
