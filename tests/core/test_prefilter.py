@@ -302,6 +302,53 @@ def test_rg_over_a_file_with_bare_crs_gives_lsp_lines(
     assert found == _each_alone(text.encode("utf-8"), groups, 0)
 
 
+def _overlap_by_placement(a: str, b: str) -> bool:
+    """Whether `b` can be placed over `a` (at any shift) so that they share a position and agree
+    on every character they share: the definition `_may_overlap` decides faster."""
+    for shift in range(-len(b) + 1, len(a)):
+        shared = range(max(0, shift), min(len(a), shift + len(b)))
+        if shared and all(a[i] == b[i - shift] for i in shared):
+            return True
+    return False
+
+
+@given(st.text("ab模", min_size=1, max_size=5), st.text("ab模", min_size=1, max_size=5))
+def test_literals_overlap_when_some_placement_shares_a_character(a: str, b: str) -> None:
+    assert prefilter._may_overlap(a, b) == _overlap_by_placement(a, b)
+
+
+@given(
+    pieces=st.lists(st.sampled_from([*_PIECES, "Avg ", "x y", "(restarting)"]), max_size=40),
+    groups=st.lists(
+        st.lists(
+            st.sampled_from(["Error", "Avg ", "模型", "x y", "(restarting)", "Err", "rror"]), max_size=3
+        ),
+        min_size=2,
+        max_size=3,
+    ),
+)
+@settings(max_examples=150, deadline=None)
+def test_one_automaton_pass_gives_each_group_its_lines_by_the_literals_matched(
+    pieces: list[str], groups: list[list[str]]
+) -> None:
+    """Over an editor's text with a bare `\r` (the automaton searches the union), each group gets
+    the lines of a search for it alone, from the literals the automaton matched and those of
+    other groups a match may have hidden (`Err` starts `Error`, `rror` ends it, `(restarting)`
+    and `x y` share no character with the others)."""
+    automaton_available()
+    text = "".join(pieces) + "\r"  # (a bare `\r`: the automaton, not rg, searches an editor's text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(prefilter, "AUTOMATON_THRESHOLD", 0)
+        by_literal = []
+        real = prefilter._automaton_by_group
+        patch.setattr(
+            prefilter, "_automaton_by_group", lambda *a: by_literal.append(real(*a)) or by_literal[-1]
+        )
+        found = prefilter.candidate_lines_by_group(LogIndex(text), groups)
+    assert found == _each_alone(text, groups, 0)
+    assert (by_literal not in ([], [None])) == any(groups)  # (the automaton's pass answered)
+
+
 @pytest.mark.parametrize("way", _WAYS)
 def test_the_work_meanwhile_runs_once_whichever_way_searches(way: str, monkeypatch) -> None:
     _search_way(way, monkeypatch)

@@ -35,7 +35,7 @@ from operator import itemgetter
 # cost a `check` of one a noticeable share of its start-up.
 from . import early, regexes
 from .source import release_pages
-from .text import LogIndex
+from .text import LogIndex, Text
 from .tools import find_program
 
 # `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
@@ -305,6 +305,13 @@ def _split_by_group(index: LogIndex, sets: list[list[str]], begin: int) -> list[
     if len(sets) == 1 or len(index) - begin < AUTOMATON_THRESHOLD:
         # (Small: `find` per literal either way, and no line to split.)
         return [candidate_lines(index, group, begin) if group else [] for group in sets]
+    rg_first = not index.is_bytes and not index.has_cr and len(index) - begin >= TOOL_THRESHOLD
+    if not (rg_first and search_tool(("rg",)) is not None):
+        # (Where `candidate_lines` would search the union with the automaton: its matches say
+        # which literal each is, and so which groups each line goes to.)
+        by_literal = _automaton_by_group(index, sets, begin)
+        if by_literal is not None:
+            return by_literal
     # Each line is sliced once and each literal looked for with one C-speed `in`, in the text's
     # own kind (a file's bytes are not decoded for it).
     order = sorted(range(len(sets)), key=lambda bit: len(sets[bit]))
@@ -320,6 +327,98 @@ def _split_by_group(index: LogIndex, sets: list[list[str]], begin: int) -> list[
             if mask >> bit & 1:
                 lines.append((start, number))
     return found
+
+
+def _automaton_by_group(
+    index: LogIndex, sets: list[list[str]], begin: int
+) -> list[list[tuple[int, int | None]]] | None:
+    """Each group's lines from one automaton pass over the union of the groups' literals, each
+    line given to the groups of the literals matched in it; None without the automaton.
+
+    The automaton reports non-overlapping matches: an occurrence of a literal goes unreported
+    only where it overlaps a match (`_may_overlap`). So a line also goes to the groups of the
+    literals a match in it might have hidden, those of groups the matched literal is not in,
+    when the line holds them (looked for in the line: a few, for few lines)."""
+    union = sorted({literal for group in sets for literal in group})
+    if not union or _spans_lines(union):
+        return None
+    automaton = _automaton(tuple(union), index.is_bytes)
+    if automaton is None:
+        return None
+    groups_of, hideable = _hideable_literals(tuple(tuple(group) for group in sets), index.is_bytes)
+    if index.is_bytes:
+        [pieces] = _search_bytes(index, [automaton], begin)
+    else:
+        pieces = [
+            (offset, automaton.find_matches_as_indexes(piece)) for offset, piece in _str_pieces(index, begin)
+        ]
+    found: list[list[tuple[int, int | None]]] = [[] for _ in sets]
+    text = index.text
+    line_start, line_end, mask = -1, -1, 0
+    hidden: tuple[tuple[int, str | bytes], ...] = ()
+    for offset, matches in pieces:
+        for literal, start, _ in matches:
+            pos = offset + start
+            if pos >= line_end:  # (a line after the last one: the last is complete)
+                mask = _with_hidden(text, line_start, line_end, mask, hidden)
+                _add_by_mask(found, line_start, mask)
+                line_start, line_end, mask, hidden = index.line_start_at(pos), index.line_end_at(pos), 0, ()
+            mask |= groups_of[literal]
+            if hideable[literal]:
+                hidden += hideable[literal]
+    mask = _with_hidden(text, line_start, line_end, mask, hidden)
+    _add_by_mask(found, line_start, mask)
+    return found
+
+
+def _with_hidden(
+    text: Text, start: int, end: int, mask: int, hidden: tuple[tuple[int, str | bytes], ...]
+) -> int:
+    """`mask` with the groups of each (groups, literal) of `hidden` whose literal the line from
+    `start` to `end` holds, where they add a group."""
+    line = None
+    for groups, literal in hidden:
+        if groups & ~mask:
+            line = text[start:end] if line is None else line
+            if literal in line:  # type: ignore[operator]  # (both of the text's kind)
+                mask |= groups
+    return mask
+
+
+def _add_by_mask(found: list[list[tuple[int, int | None]]], start: int, mask: int) -> None:
+    """Add the line at `start` to each group of `mask` (nothing for no line: `start` < 0)."""
+    if start < 0:
+        return
+    for bit, lines in enumerate(found):
+        if mask >> bit & 1:
+            lines.append((start, None))
+
+
+@functools.lru_cache(maxsize=8)
+def _hideable_literals(
+    sets: tuple[tuple[str, ...], ...], as_bytes: bool
+) -> tuple[list[int], list[tuple[tuple[int, str | bytes], ...]]]:
+    """For each literal of the groups' union (sorted, the automaton's order): the groups it is
+    in (a bit each), and the (groups, literal) of each literal a match of it may hide that is in
+    a group it is not in."""
+    union = sorted({literal for group in sets for literal in group})
+    groups_of = [sum(1 << bit for bit, group in enumerate(sets) if literal in group) for literal in union]
+    hideable = [
+        tuple(
+            (groups_of[other], union[other].encode("utf-8") if as_bytes else union[other])
+            for other in range(len(union))
+            if groups_of[other] & ~groups_of[matched] and _may_overlap(union[matched], union[other])
+        )
+        for matched in range(len(union))
+    ]
+    return groups_of, hideable
+
+
+def _may_overlap(a: str, b: str) -> bool:
+    """Whether occurrences of `a` and `b` can share a character: one holds the other, or an
+    end of one is a start of the other."""
+    shorter = min(len(a), len(b))
+    return a in b or b in a or any(a.endswith(b[:k]) or b.endswith(a[:k]) for k in range(1, shorter))
 
 
 def _in_thread(search: Callable[[], _T], pending: list[Callable[[], object]]) -> _T:
