@@ -17,7 +17,7 @@ from vllm_log_lsp.core.source import find_releasing, first_invalid_utf8, release
 from vllm_log_lsp.core.text import LogIndex
 
 PAGE = mmap.PAGESIZE
-NEEDS_AUTOMATON = pytest.mark.skipif(prefilter._automaton(("x",), True) is None, reason="no ahocorasick-rs")
+NEEDS_AUTOMATON = pytest.mark.skipif(prefilter._automaton(("x",)) is None, reason="no ahocorasick-rs")
 
 
 def mapped(path: Path) -> mmap.mmap:

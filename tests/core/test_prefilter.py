@@ -116,7 +116,7 @@ def test_tools_are_preferred_in_order() -> None:
 
 def automaton_available() -> None:
     """Skip without ahocorasick-rs (a failure in CI, whose test extra installs it)."""
-    if prefilter._automaton(("x",), True) is None:
+    if prefilter._automaton(("x",)) is None:
         unavailable("ahocorasick-rs is not installed", "bash scripts/install/10-python.sh")
 
 
@@ -149,7 +149,7 @@ def test_without_rg_the_automaton_comes_before_grep(monkeypatch) -> None:
     # Offsets without line numbers: the automaton answered, not grep (which numbers its lines).
     found = prefilter.candidate_lines(LogIndex(text), LITERALS)
     assert found == prefilter._python_scan(LogIndex(text), sorted(LITERALS), 0)
-    monkeypatch.setattr(prefilter, "_automaton", lambda literals, over_bytes: None)
+    monkeypatch.setattr(prefilter, "_automaton", lambda literals: None)
     assert all(n is not None for _, n in prefilter.candidate_lines(LogIndex(text), LITERALS))
 
 
@@ -174,6 +174,26 @@ def test_leftmost_first_matching_hits_every_line_holding_a_literal(
         index = LogIndex(source)
         expected = prefilter._python_scan(index, sorted(set(literals)), 0)
         assert prefilter.automaton_scan(index, sorted(set(literals)), 0) == expected
+
+
+@given(
+    st.lists(
+        st.sampled_from(["Error", "Err", "模型", "\ud800", "\U0001f600", "x", "\n", "\r\n", "\r"]),
+        max_size=30,
+    ),
+    st.sampled_from([3, 7, 1 << 22]),
+)
+@settings(max_examples=150, deadline=None)
+def test_an_editors_text_searched_as_utf8_finds_what_find_finds(pieces: list[str], piece: int) -> None:
+    """An editor's text is searched as UTF-8 a piece at a time; the matches' starts are counted
+    back in characters (non-ASCII, astral and lone-surrogate characters before them)."""
+    automaton_available()
+    text = "".join(pieces)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(prefilter, "_AUTOMATON_PIECE", piece)
+        for literals in (["Error"], ["Err", "模型"], ["x", "Error"]):
+            index = LogIndex(text)
+            assert prefilter.automaton_scan(index, literals, 0) == prefilter._python_scan(index, literals, 0)
 
 
 def test_over_bytes_the_automaton_comes_before_rg(monkeypatch) -> None:
@@ -400,7 +420,7 @@ def test_a_failed_search_fails_the_caller(monkeypatch) -> None:
         def find_matches_as_indexes(self, haystack):
             raise RuntimeError("search failed")
 
-    monkeypatch.setattr(prefilter, "_automaton", lambda literals, over_bytes: BrokenAutomaton())
+    monkeypatch.setattr(prefilter, "_automaton", lambda literals: BrokenAutomaton())
     done = []
     with pytest.raises(RuntimeError, match="search failed"):
         prefilter.candidate_lines_by_group(

@@ -285,7 +285,7 @@ def _automaton_groups(
         return None
     if any(_spans_lines(group) for group in sets):
         return None
-    automata = [_automaton(tuple(group), True) if group else None for group in sets]
+    automata = [_automaton(tuple(group)) if group else None for group in sets]
     if any(a is None for a, group in zip(automata, sets, strict=True) if group):
         return None
 
@@ -342,16 +342,14 @@ def _automaton_by_group(
     union = sorted({literal for group in sets for literal in group})
     if not union or _spans_lines(union):
         return None
-    automaton = _automaton(tuple(union), index.is_bytes)
+    automaton = _automaton(tuple(union))
     if automaton is None:
         return None
     groups_of, hideable = _hideable_literals(tuple(tuple(group) for group in sets), index.is_bytes)
     if index.is_bytes:
         [pieces] = _search_bytes(index, [automaton], begin)
     else:
-        pieces = [
-            (offset, automaton.find_matches_as_indexes(piece)) for offset, piece in _str_pieces(index, begin)
-        ]
+        pieces = _search_str(index, automaton, begin)
     found: list[list[tuple[int, int | None]]] = [[] for _ in sets]
     text = index.text
     line_start, line_end, mask = -1, -1, 0
@@ -470,28 +468,25 @@ def _spans_lines(literals: Iterable[str]) -> bool:
 
 #: From this many characters the in-process automaton beats one `find` per literal.
 AUTOMATON_THRESHOLD = 1 << 18
-#: Characters of an editor's text searched at a time (ahocorasick-rs keeps a UTF-8 copy of a str).
+#: Characters of an editor's text searched at a time (each piece is searched as UTF-8).
 _AUTOMATON_PIECE = 1 << 22
 #: Bytes of a file searched at a time (a mapped file's pages are released after each piece).
 _BYTES_PIECE = 1 << 23
 
 
 @functools.lru_cache(maxsize=8)
-def _automaton(literals: tuple[str, ...], over_bytes: bool) -> Any:
-    """An Aho-Corasick automaton of `literals`, or None without `ahocorasick-rs`."""
+def _automaton(literals: tuple[str, ...]) -> Any:
+    """An Aho-Corasick automaton of `literals` (as UTF-8) over bytes, or None without
+    `ahocorasick-rs` (an editor's text is searched as UTF-8 too: `_search_str`)."""
     try:
         import ahocorasick_rs
     except ImportError:
         return None
     # Leftmost-first matching lets the crate use its SIMD prefilter (Teddy): ~3.5x faster than
-    # the standard kind here. Which literal matches does not matter, only that every line
-    # holding one is hit (see `automaton_scan`).
+    # the standard kind here. Which literal matches matters only where groups share a search
+    # (`_automaton_by_group`); elsewhere only that every line holding one is hit.
     kind = ahocorasick_rs.MatchKind.LeftmostFirst
-    if over_bytes:
-        return ahocorasick_rs.BytesAhoCorasick(
-            [literal.encode("utf-8") for literal in literals], matchkind=kind
-        )
-    return ahocorasick_rs.AhoCorasick(list(literals), matchkind=kind)
+    return ahocorasick_rs.BytesAhoCorasick([literal.encode("utf-8") for literal in literals], matchkind=kind)
 
 
 def automaton_scan(
@@ -500,15 +495,13 @@ def automaton_scan(
     """The lines holding a literal, by one Aho-Corasick pass; None without `ahocorasick-rs`."""
     if not literals or _spans_lines(literals):
         return None
-    automaton = _automaton(tuple(literals), index.is_bytes)
+    automaton = _automaton(tuple(literals))
     if automaton is None:
         return None
     if index.is_bytes:
         [pieces] = _search_bytes(index, [automaton], begin)
     else:
-        pieces = [
-            (offset, automaton.find_matches_as_indexes(piece)) for offset, piece in _str_pieces(index, begin)
-        ]
+        pieces = _search_str(index, automaton, begin)
     return [line for offset, matches in pieces for line in _match_lines(index, offset, matches)]
 
 
@@ -549,6 +542,31 @@ def _match_lines(
             continue  # another literal of a line already taken
         found.append((index.line_start_at(pos), None))
         line_end = index.line_end_at(pos)
+    return found
+
+
+def _search_str(index: LogIndex, automaton: Any, begin: int) -> list[tuple[int, list[tuple[int, int, int]]]]:
+    """A bytes automaton's matches over an editor's text from `begin` on, as (piece offset,
+    matches in the piece, their starts in characters) a piece at a time.
+
+    Each piece is searched as UTF-8 (five times as fast here as the crate's str search, which
+    maps every match back itself): an encoded literal matches the encoded text only where the
+    literal is (UTF-8 is self-synchronising), and the matches are the same, in the same order.
+    A piece that is not ASCII has its matches' byte starts counted back in characters, the text
+    between two matches decoded once."""
+    found: list[tuple[int, list[tuple[int, int, int]]]] = []
+    for offset, piece in _str_pieces(index, begin):
+        data = piece.encode("utf-8", "surrogatepass")
+        matches = automaton.find_matches_as_indexes(data)
+        if matches and len(data) != len(piece):
+            chars = byte = 0
+            in_characters = []
+            for literal, start, end in matches:
+                chars += len(data[byte:start].decode("utf-8", "surrogatepass"))
+                byte = start
+                in_characters.append((literal, chars, end))  # (the end is not read)
+            matches = in_characters
+        found.append((offset, matches))
     return found
 
 
