@@ -220,7 +220,7 @@ _GROUPS = [
     [["or: ", "x"], []],
     [["never here"], ["Err"]],
 ]
-_WAYS = ["file", "automaton", "tool", "python"]
+_WAYS = ["file", "automaton", "tool", "python", "union"]
 
 
 def _search_way(way: str, monkeypatch) -> None:
@@ -241,6 +241,9 @@ def _search_way(way: str, monkeypatch) -> None:
         monkeypatch.setattr(prefilter, "TOOL_THRESHOLD", 0)
     if way == "python":
         monkeypatch.setenv("VLLM_LOG_LSP_NO_GREP", "1")
+    if way == "union":  # one search over the union, each line then split (no automaton: the vsix)
+        monkeypatch.setattr(prefilter, "_automaton", lambda literals: None)
+        monkeypatch.setattr(prefilter, "AUTOMATON_THRESHOLD", 0)
 
 
 def _each_alone(source, groups: list[list[str]], begin: int) -> list[list[tuple[int, int]]]:
@@ -289,7 +292,7 @@ def test_one_search_splits_lines_by_group_for_any_literals(
     literals overlap (the tools' lines are split by `find`; the automaton searches per group)."""
     text = "".join(pieces)
     with pytest.MonkeyPatch.context() as patch:
-        for way in ("automaton", "python"):
+        for way in ("automaton", "python", "union"):
             _search_way(way, patch)
             for source in (text, text.encode("utf-8")):
                 assert prefilter.candidate_lines_by_group(LogIndex(source), groups) == _each_alone(

@@ -305,13 +305,12 @@ def _split_by_group(index: LogIndex, sets: list[list[str]], begin: int) -> list[
     if len(sets) == 1 or len(index) - begin < AUTOMATON_THRESHOLD:
         # (Small: `find` per literal either way, and no line to split.)
         return [candidate_lines(index, group, begin) if group else [] for group in sets]
-    rg_first = not index.is_bytes and not index.has_cr and len(index) - begin >= TOOL_THRESHOLD
-    if not (rg_first and search_tool(("rg",)) is not None):
-        # (Where `candidate_lines` would search the union with the automaton: its matches say
-        # which literal each is, and so which groups each line goes to.)
-        by_literal = _automaton_by_group(index, sets, begin)
-        if by_literal is not None:
-            return by_literal
+    # The automaton's matches say which literal each is, and so which groups each line goes to:
+    # over an editor's text it beats rg's search and the lines' split (20 MB of a serving log
+    # 0.08 s against 0.09, 47 MB of real logs 0.22 against 0.50).
+    by_literal = _automaton_by_group(index, sets, begin)
+    if by_literal is not None:
+        return by_literal
     # Each line is sliced once and each literal looked for with one C-speed `in`, in the text's
     # own kind (a file's bytes are not decoded for it).
     order = sorted(range(len(sets)), key=lambda bit: len(sets[bit]))
