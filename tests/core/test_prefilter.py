@@ -93,10 +93,21 @@ def test_from_an_offset(kind: str) -> None:
     assert [o for o, _ in found] == [o for o, _ in expected]
 
 
-def test_bare_carriage_returns_use_the_python_scan() -> None:
-    text = "a\rError\rb\n"
-    search = prefilter.search_tool()
-    assert prefilter.candidate_lines(LogIndex(text), ["Error"], tool=search) == [(2, None)]
+@TOOLS
+def test_bare_carriage_returns_split_the_tools_lines(kind: str) -> None:
+    """The tools end lines at `\n` only: from the text's start their lines are split at each
+    bare `\r` into LSP's, numbered; from an offset the in-process search answers (numbers left
+    to count). An editor's text with and without its line table, and a file's bytes."""
+    text = "a\rError\rb\nx Error\r\n模\rError"
+    search = tool(kind)
+    with_table = LogIndex(text)
+    with_table._build()  # (its line table)
+    for index in (LogIndex(text), with_table, LogIndex(text.encode("utf-8"))):
+        expected = [(2, 1), (10, 3), (23 if index.is_bytes else 21, 5)]
+        assert prefilter.candidate_lines(index, ["Error"], tool=search) == expected
+        assert prefilter.candidate_lines(index, ["Error"], 3, tool=search) == [
+            (s, None) for s, _ in expected[1:]
+        ]
 
 
 def test_without_tools_the_python_scan_is_used(monkeypatch) -> None:
@@ -323,6 +334,15 @@ def test_rg_over_a_file_with_bare_crs_gives_lsp_lines(
         index = LogIndex(path.read_bytes(), str(path))
         found = prefilter._file_tool_groups(index, [sorted(set(g)) for g in groups], 0, [])
     assert found == _each_alone(text.encode("utf-8"), groups, 0)
+    # An editor's text piped to rg, with and without its line table, the same lines numbered.
+    for group, alone in zip(groups, _each_alone(text, groups, 0), strict=True):
+        for table in (False, True):
+            index = LogIndex(text)
+            if table:
+                index._build()
+            found_lines = prefilter.candidate_lines(index, group, tool=rg) if group else []
+            assert [(start, LogIndex(text).line_of(start)) for start, _ in found_lines] == alone
+            assert all(number in (None, LogIndex(text).line_of(start)) for start, number in found_lines)
 
 
 def _overlap_by_placement(a: str, b: str) -> bool:

@@ -75,12 +75,15 @@ def candidate_lines(
     `tool` forces a search tool (tests); by default the best way is chosen (see the module doc).
     """
     literals = sorted(set(literals))
+    # The tools count only `\n` as a line break: in a log with a bare `\r`, their lines are
+    # split into LSP's (`_split_at_bare_crs`), from the text's start only (where `NewlineLines`
+    # numbers them).
+    splittable = not index.has_cr or (begin == 0 and not _spans_lines(literals))
     if tool is not None:
-        found = None if index.has_cr else _tool_scan(tool, index, literals, begin)
+        found = _tool_scan(tool, index, literals, begin) if splittable else None
         return found if found is not None else _python_scan(index, literals, begin)
     size = len(index) - begin
-    # The tools count only `\n` as a line break: a log with bare `\r` needs in-process search.
-    tools = size >= TOOL_THRESHOLD and not index.has_cr
+    tools = size >= TOOL_THRESHOLD and splittable
     found = None
     # Over a file's bytes the automaton beats rg (no subprocess, no output to parse); over an
     # editor's str rg wins: the automaton would search a UTF-8 copy and map offsets back.
@@ -195,17 +198,17 @@ def _file_tool_groups(
 
 
 def _split_at_bare_crs(index: LogIndex, rows: Numbered, literals: list[str]) -> Numbered | None:
-    """rg's rows (line start, `\n` line number) as LSP's lines: rg ends a line at `\n` only,
-    LSP at a bare `\r` too (a progress bar's redraws are one `\n` line of many pieces). A row
-    whose `\n` line is one LSP line is renumbered (`NewlineLines`, built once per text: the
-    report numbers lines as grep does with it); a row of pieces becomes each piece holding a
-    literal (none spans a piece: `_spans_lines`). None when the pieces do not add up (not
-    expected: the caller then searches another way)."""
+    """A tool's rows (line start, `\n` line number) as LSP's lines: rg and grep end a line at
+    `\n` only, LSP at a bare `\r` too (a progress bar's redraws are one `\n` line of many
+    pieces). A row whose `\n` line is one LSP line is renumbered (`NewlineLines`, built once per
+    text: the report numbers lines as grep does with it); a row of pieces becomes each piece
+    holding a literal (none spans a piece: `_spans_lines`). A file's bytes or an editor's text.
+    None when the pieces do not add up (not expected: the caller then searches another way)."""
     lines = index.newline_lines()
     if lines.identity:  # (only `\r\n`: the same lines)
         return rows
-    text, needles = index.text, [literal.encode("utf-8") for literal in literals]
-    assert not isinstance(text, str)  # (rg read the file: its bytes are the text)
+    text, nl, cr = index.text, index._nl, index._cr
+    needles = [literal.encode("utf-8") for literal in literals] if index.is_bytes else list(literals)
     nl_before, bare = lines.newlines_before_bare_crs, len(lines.newlines_before_bare_crs)
     split: Numbered = []
     for start, number in rows:
@@ -215,11 +218,11 @@ def _split_at_bare_crs(index: LogIndex, rows: Numbered, literals: list[str]) -> 
             split.append((start, number + crs_before))
             continue
         first, last = lines.core_line_range(number)
-        line_end = text.find(b"\n", start)
+        line_end = text.find(nl, start)
         line_end = len(text) if line_end < 0 else line_end
-        if line_end < len(text) and text[line_end - 1 : line_end] == b"\r":
+        if line_end < len(text) and text[line_end - 1 : line_end] == cr:
             line_end -= 1  # (a `\r\n` break: the `\r` ends no piece)
-        pieces = text[start:line_end].split(b"\r")
+        pieces = text[start:line_end].split(cr)
         if len(pieces) != last - first + 1:
             return None
         for number_of_piece, piece in enumerate(pieces, first):
@@ -656,7 +659,13 @@ def _tool_scan(
         # An editor's text with its line table: the tool's line numbers give the offsets, so
         # the text is piped a piece at a time and no byte offset needs converting.
         output = _run_tool(tool, literals, None, _utf8_pieces(text, begin))
-        return None if output is None else _rows_by_line(index, output, begin)
+        if output is None:
+            return None
+        if index.has_cr:  # (from the start: see `candidate_lines`)
+            rows = _newline_rows(index, output)
+            # (numbered: `int | None` for the lines left to number)
+            return None if rows is None else _split_at_bare_crs(index, rows, literals)  # type: ignore[return-value]
+        return _rows_by_line(index, output, begin)
     if not isinstance(text, str):
         direct = index.path is not None and begin == 0
         segment = None if direct else bytes(text[begin:])
@@ -681,6 +690,8 @@ def _tool_scan(
             pos = begin + byte_offset
         byte_pos = byte_offset
         found.append((pos, first_line + line_no))
+    if index.has_cr:  # (from the start: see `candidate_lines`)
+        return _split_at_bare_crs(index, found, literals)  # type: ignore[arg-type,return-value]
     return found
 
 
@@ -696,6 +707,23 @@ def _parse_rows(output: bytes) -> list[tuple[int, int]] | None:
 
 # A row's line number and byte offset, at the start of each line of a tool's output.
 _ROW = regexes.compile(rb"^([0-9]+):([0-9]+):", re.MULTILINE)
+
+
+def _newline_rows(index: LogIndex, output: bytes) -> Numbered | None:
+    """(line start, `\n` line number) of each `LINE:...` row of a tool that read the whole
+    text: the start of each `\n` line is that of its first LSP line."""
+    lines = index.newline_lines()
+    found: Numbered = []
+    for row in output.split(b"\n"):
+        if not row:
+            continue
+        number, _, _ = row.partition(b":")
+        try:
+            newline_line = int(number) - 1
+        except ValueError:
+            return None
+        found.append((index.line_start(lines.core_line_range(newline_line)[0]), newline_line))
+    return found
 
 
 def _rows_by_line(index: LogIndex, output: bytes, begin: int) -> list[tuple[int, int | None]] | None:
