@@ -1,23 +1,27 @@
 """The literal pre-filter: which lines of a (possibly huge) log contain any marker literal.
 
-Python's `str.find` scans about 3 GB/s per literal, and the catalog has some fifty literals, so a
+Python's `str.find` scans about 3 GB/s per literal, and the catalog has some sixty literals, so a
 100 MB log would take seconds. A multi-literal search matches all of them in one pass, in order
-of preference:
+of preference (`candidate_lines`, one group of literals):
 1. over a file's bytes, an Aho-Corasick automaton in process (`ahocorasick-rs`, the Rust
    `aho-corasick` crate with its SIMD prefilter: an optional, pinned binary wheel,
    `pip install vllm-log-lsp[fast]`), for inputs from a quarter megabyte: about 7x as fast as
    `grep -F` with this many literals and ~2x ripgrep, no subprocess, and it counts lines the way
-   LSP does, so logs with bare `\r` use it too;
+   LSP does;
 2. ripgrep (`rg`, SIMD literal search) for large inputs: a file on disk is read by rg itself, an
-   editor's text (a str, which the automaton would have to copy as UTF-8) is piped to it a
-   piece at a time; the automaton next for a str;
+   editor's text is piped to it a piece at a time; the automaton next for an editor's text
+   (searched as UTF-8 a piece at a time: `_search_str`);
 3. `grep -F`, where neither is there (the bundled VS Code server has no automaton);
 4. `str.find` per literal: small inputs, and everything else.
-All paths return the same lines (tested). The analysis searches with `candidate_lines_by_group`,
-which runs its other work (the UTF-8 check) beside the search: there a file on disk goes to rg
-first, one process per group of literals, as rg numbers the lines too and runs in a process of
-its own (in a log with bare `\r`, its `\n` lines are renumbered and split into LSP's); the
-automaton comes next, in a thread.
+The tools end lines at `\n` only: in a log with bare `\r` (progress bars) their lines are split
+into LSP's (`_split_at_bare_crs`). All paths return the same lines (tested).
+
+The analysis searches with `candidate_lines_by_group`, which runs its other work (the UTF-8
+check) beside the search: there a file on disk goes to rg first, one process per group of
+literals, as rg numbers the lines too and runs in a process of its own; then the automaton, one
+pass per group in a thread over a file's bytes, one pass over the union for an editor's text
+(each line given to the groups of the literals matched: `_automaton_by_group`); else one search
+over the union, each line then split by the groups' literals.
 """
 
 from __future__ import annotations
