@@ -199,14 +199,25 @@ def test_generated_candidate_lines_read_again_are_as_parsed(
         _assert_lines_as_parsed(LogIndex(source), recent)
 
 
-def test_a_log_of_logged_tracebacks_keeps_the_headers_parsed() -> None:
+def test_a_log_of_logged_tracebacks_keeps_none_of_their_lines_parsed() -> None:
     """Of a traceback's three candidate lines (the logged error, its header, its exception line)
-    the header alone stays parsed; a few recent others besides."""
+    none stays parsed but the few recent ones: what the analysis asks of the header (its runtime
+    prefix) the traceback keeps."""
     text = "".join(_REQUEST_ERROR.format(s=n % 60, n=n) for n in range(3000))
     scan = _assert_lines_as_parsed(LogIndex(text), CandidateLines._RECENT)
     assert len(scan.lines) == 3 * 3000
-    assert 3000 <= len(scan.lines._kept) + len(scan.lines._recent) <= 3000 + CandidateLines._RECENT
+    assert len(scan.lines._kept) + len(scan.lines._recent) <= CandidateLines._RECENT
     assert all(tb.preamble_record is None for tb in scan.tracebacks)  # (the scan's, read again)
+
+
+@pytest.mark.parametrize(("prefix", "outer"), [("", None), ("api-1  | ", "api-1"), ("vllm-2  | ", "vllm-2")])
+def test_a_traceback_keeps_its_headers_runtime_prefix(prefix: str, outer: str | None) -> None:
+    """The runtime prefix (a compose service's) of each traceback's header, as its line parses,
+    is on the traceback: the analysis asks it of every error's run."""
+    lines = [line for n in range(50) for line in _REQUEST_ERROR.format(s=n, n=n).splitlines()]
+    scan = scan_lines(LogIndex("".join(prefix + line + "\n" for line in lines)), CATALOG)
+    assert len(scan.tracebacks) == 50
+    assert all(tb.outer == scan.lines[tb.header_line].outer == outer for tb in scan.tracebacks)
 
 
 def test_a_grown_log_reads_its_lines_as_a_fresh_scan_does() -> None:

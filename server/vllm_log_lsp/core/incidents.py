@@ -121,8 +121,7 @@ def silent_deaths(
     for cand in pools:
         if cand.tier > 2:
             continue
-        owner = scan.lines.get(cand.event.traceback_start or cand.event.line)
-        outer = (owner.outer if owner is not None else None) or ""
+        outer = _outer_of(scan, cand) or ""
         if outer not in starts_of:
             starts_of[outer] = run_lines(scan, outer)
         key = (outer, bisect.bisect_right(starts_of[outer], cand.event.line))
@@ -523,8 +522,18 @@ def _line(cand: Candidate) -> int:
 
 
 def _same_outer(scan: Scan, cand: Candidate, outer: str) -> bool:
+    owner = _outer_of(scan, cand, unknown=outer)
+    return (owner or "") == outer
+
+
+def _outer_of(scan: Scan, cand: Candidate, unknown: str | None = None) -> str | None:
+    """The runtime prefix of the line that printed `cand` (its traceback's header, else its own
+    line); `unknown` when that line is not one of the scan's."""
+    tb = cand.traceback
+    if tb is not None and cand.event.traceback_start == tb.header_line:
+        return tb.outer  # (a header is not kept parsed: a log of request errors has thousands)
     owner = scan.lines.get(cand.event.traceback_start or cand.event.line)
-    return owner is None or (owner.outer or "") == outer
+    return owner.outer if owner is not None else unknown
 
 
 def _offset(index: LogIndex, scan: Scan, line: int) -> int:

@@ -51,8 +51,8 @@ class Candidate:
 class CandidateLines(Mapping[int, LogLine]):
     """The scan's candidate lines, parsed, by number (the keys of the scan's `offsets`).
 
-    Only the lines the analysis looks up again by number (a traceback's header, the line of an
-    event of its own) stay parsed, with the last `_RECENT` others (a traceback's reader looks at
+    Only the lines the analysis looks up again by number (the line of an event of its own; a
+    traceback keeps what is asked of its header) stay parsed, with the last `_RECENT` others (a traceback's reader looks at
     the lines above its header); any other is parsed again from its offset when asked for,
     exactly as the scan parsed it (`_candidate`). A log of logged request errors has a candidate
     line in three or four, each record a few hundred bytes, and asks again for few of them.
@@ -334,7 +334,7 @@ def _classify_line(
     restarts: _RunStartsAhead,
 ) -> bool:
     """Interpret one candidate line; whether the analysis will look it up again by its number
-    (a traceback's header, the line of an event of its own: see `CandidateLines`)."""
+    (the line of an event of its own: see `CandidateLines`)."""
     message = line.message
     if (run_start := restarts.found.get(line.number)) is not None:
         scan.run_starts.append(run_start)
@@ -372,7 +372,9 @@ def _classify_line(
         if not tb.chain:
             _add_logged_message(scan, tb)
         tb.preamble_record = None  # (read: the line is the scan's, parsed again if asked for)
-        return True
+        # The header is not kept parsed: what the analysis asks of it is kept on the traceback
+        # (`Traceback.outer`), and a log of request errors has tens of thousands.
+        return False
     stop = markers.stop(message)
     if stop is not None:
         kind, tier, marker = stop

@@ -107,6 +107,7 @@ class Traceback:
     logged: bool = False  # printed through vLLM's logger (has a LEVEL header)
     level: str | None = None
     open: bool = False  # reading reached the end of the text: more may follow in a growing log
+    outer: str | None = None  # the header line's runtime prefix (the header is not kept parsed)
 
     @property
     def last_line(self) -> int:
@@ -273,6 +274,7 @@ def read_traceback(
         stream=first.stream,
         logged=first.source is not None,
         level=first.level,
+        outer=first.outer,
     )
     for prev_no, prev_text in index.iter_lines_back(start_offset, first.number, 3):
         prev = known.get(prev_no) if known is not None else None
