@@ -1,13 +1,14 @@
 """The language server on a big log, measured with a real LSP client over stdio, against a null
 pygls server (benchmarks/null_server.py) run alongside.
 
-    python benchmarks/lsp_latency.py [--mb 50] [--runs 3] [--debounce-ms 0] [--shape real]
+    python benchmarks/lsp_latency.py [--mb 50] [--runs 3] [--debounce-ms 0] [--shape real] [--bundled]
 
 The log is make_log.py's serving log (recovered per-request tracebacks, a TP=2 death at the
 end), or with `--shape real` its real healthy logs one after another (bare-`\r` progress bars,
 colour codes; no death: the answer is no root cause, and there is none to hover). The server is
 started as a Neovim 0.11 client would (UTF-8 positions, only `\n` ends a line: Neovim syncs
-documents of any size, VS Code stops at 50 MB). Figures, median [min–max] over the runs:
+documents of any size, VS Code stops at 50 MB); with `--bundled`, as the VS Code extension's
+bundled server runs (no `regex`, no `ahocorasick-rs`). Figures, median [min–max] over the runs:
 - didOpen → publishDiagnostics, against the null server's (the text crossing the pipe);
 - appending 1,000 lines → publishDiagnostics, against the same server's didOpen (a full
   analysis); the debounce is part of it, so it is --debounce-ms (0 by default);
@@ -158,8 +159,15 @@ async def session(command: list[str], text: str, debounce_ms: int, full: bool) -
     return result
 
 
+#: The server as the VS Code extension bundles it: the pure-Python fallbacks only.
+BUNDLED = (
+    "import runpy, sys; sys.modules['regex'] = sys.modules['ahocorasick_rs'] = None; "
+    "runpy.run_module('vllm_log_lsp.lsp', run_name='__main__')"
+)
+
+
 async def measure(text: str, size_mb: float, expected: list[int], args) -> list[Figure]:
-    subject = [sys.executable, "-m", "vllm_log_lsp.lsp"]
+    subject = [sys.executable, "-c", BUNDLED] if args.bundled else [sys.executable, "-m", "vllm_log_lsp.lsp"]
     null = [sys.executable, str(HERE / "null_server.py")]
     series = {k: Series() for k in ("null_open", "open", "append", "null_rss", "rss", "hover")}
     answers: list[tuple[list[int], list[int], bool]] = []
@@ -177,7 +185,7 @@ async def measure(text: str, size_mb: float, expected: list[int], args) -> list[
     answer = f"root-cause diagnostics on lines {answers[-1][0]}, after the append {answers[-1][1]} (expected {expected})"
     figures = [
         Figure(
-            f"LSP didOpen → diagnostics, {size_mb:.0f} MB / null pygls server",
+            f"LSP{' (bundled)' if args.bundled else ''} didOpen → diagnostics, {size_mb:.0f} MB / null pygls server",
             ratios(series["open"], series["null_open"]),
             "null server",
             2,
@@ -225,6 +233,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--debounce-ms", type=int, default=0)
     parser.add_argument("--shape", choices=("serving", "real"), default="serving")
+    parser.add_argument("--bundled", action="store_true", help="measure the bundled server (pure Python)")
     args = parser.parse_args()
     bytecode_as_installed()
     with tempfile.TemporaryDirectory() as tmp:
