@@ -392,6 +392,27 @@ def test_one_automaton_pass_gives_each_group_its_lines_by_the_literals_matched(
     assert (by_literal not in ([], [None])) == any(groups)  # (the automaton's pass answered)
 
 
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r"])
+def test_rg_reads_no_line_past_the_end_of_a_file_mapped_before_it_grew(ending: str, tmp_path) -> None:
+    """A log still being written: rg reads the file as it is when it runs, longer than the text
+    mapped before; the lines past the mapped end are not the text's."""
+    rg = tool("rg")
+    path = tmp_path / "log"
+    text = "".join(f"INFO line {n}{ending}ERROR x: Error {n}{ending}" for n in range(200))
+    path.write_bytes(text.encode())
+    with open(path, "rb") as handle:
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        with open(path, "ab") as more:
+            more.write(text.encode())  # (after the mapping)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(prefilter, "TOOL_THRESHOLD", 0)
+            patch.setattr(prefilter, "search_tool", lambda kinds=None: rg)
+            found = prefilter._file_tool_groups(LogIndex(mapped, str(path)), [["Error"], ["INFO"]], 0, [])
+            alone = prefilter.candidate_lines(LogIndex(mapped, str(path)), ["Error"], tool=rg)
+        assert found == _each_alone(text.encode(), [["Error"], ["INFO"]], 0)
+        assert [start for start, _ in alone] == [start for start, _ in found[0]]
+
+
 @pytest.mark.parametrize("way", _WAYS)
 def test_the_work_meanwhile_runs_once_whichever_way_searches(way: str, monkeypatch) -> None:
     _search_way(way, monkeypatch)

@@ -193,6 +193,10 @@ def _file_tool_groups(
     found: list[list[tuple[int, int | None]]] = []
     for group in sets:
         rows = _parse_rows(outputs.pop(0)) if group else []
+        if rows and rows[-1][0] >= len(index):
+            # (The file grew after it was mapped and rg read it whole: lines past the mapped end
+            # are not the text's.)
+            rows = rows[: bisect.bisect_left(rows, (len(index),))]
         if rows and index.has_cr:
             rows = _split_at_bare_crs(index, rows, group)
         if rows is None:
@@ -694,6 +698,8 @@ def _tool_scan(
             pos = begin + byte_offset
         byte_pos = byte_offset
         found.append((pos, first_line + line_no))
+    if found and found[-1][0] >= len(index):  # (a file that grew after it was mapped: see
+        found = found[: bisect.bisect_left(found, (len(index),))]  # `_file_tool_groups`)
     if index.has_cr:  # (from the start: see `candidate_lines`)
         return _split_at_bare_crs(index, found, literals)  # type: ignore[arg-type,return-value]
     return found
