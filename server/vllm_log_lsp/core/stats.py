@@ -273,18 +273,6 @@ def _sample_from(
     plan: _StatsPlan, line_no: int, text: str, message: str, clock: _Clock, offset: int = -1
 ) -> StatsSample:
     """The sample of line `line_no`, whose text `text` (with `message`) has `plan`."""
-
-    def value(span: tuple[int, int]) -> str | None:
-        return message[span[0] : span[1]] if span[0] >= 0 else None
-
-    engine_no, engines = value(plan.engine), value(plan.engines)
-    engine = (
-        f"Engine {int(engine_no):03d}"
-        if engine_no
-        else f"{engines} Engines Aggregated"
-        if engines
-        else "engine"
-    )
     time, stamp = clock.time_of(text, plan.stamp)
     # (positional, in field order: a per-line record, built faster so than by keyword)
     return StatsSample(
@@ -292,20 +280,52 @@ def _sample_from(
         Span(line_no, plan.start_col, plan.end_col),
         time,
         stamp,
-        engine,
+        _engine(
+            message[plan.engine[0] : plan.engine[1]] if plan.engine[0] >= 0 else "", message, plan.engines
+        ),
         float(message[plan.prompt[0] : plan.prompt[1]]),
         float(message[plan.generation[0] : plan.generation[1]]),
         int(message[plan.running[0] : plan.running[1]]),
         int(message[plan.waiting[0] : plan.waiting[1]]),
-        _int(value(plan.swapped)),
-        _float(value(plan.kv_usage)),
+        _int_at(message, plan.swapped),
+        _float_at(message, plan.kv_usage),
         plan.kv_device,
-        _float(value(plan.cpu_kv_usage)),
-        _float(value(plan.prefix_hit_rate)),
-        _int(value(plan.preemptions)),
-        _int(value(plan.deferred)),
+        _float_at(message, plan.cpu_kv_usage),
+        _float_at(message, plan.prefix_hit_rate),
+        _int_at(message, plan.preemptions),
+        _int_at(message, plan.deferred),
         offset,
     )
+
+
+def _engine(number: str, message: str, engines: tuple[int, int]) -> str:
+    """The sample's engine: `Engine NNN` of `Engine N: `, else `N Engines Aggregated`, else
+    `engine` (a V0 line names none)."""
+    if number:
+        return _ENGINE_NAMES.get(number) or _engine_name(number)
+    count = message[engines[0] : engines[1]] if engines[0] >= 0 else ""
+    return f"{count} Engines Aggregated" if count else "engine"
+
+
+# Engine names by the number printed (a log has a few engines and prints them on every line).
+_ENGINE_NAMES: dict[str, str] = {}
+
+
+def _engine_name(number: str) -> str:
+    if len(_ENGINE_NAMES) >= 256:
+        _ENGINE_NAMES.clear()
+    name = _ENGINE_NAMES[number] = f"Engine {int(number):03d}"
+    return name
+
+
+def _int_at(message: str, span: tuple[int, int]) -> int | None:
+    """The count at `span` in `message` (`_NO_SPAN`: absent); see `_int`."""
+    return _int(message[span[0] : span[1]]) if span[0] >= 0 else None
+
+
+def _float_at(message: str, span: tuple[int, int]) -> float | None:
+    """The number at `span` in `message` (`_NO_SPAN`: absent)."""
+    return float(message[span[0] : span[1]]) if span[0] >= 0 else None
 
 
 def _masked(text: str) -> bytes:
@@ -490,7 +510,3 @@ def _run_of(bounds: list[tuple[int, int]], line: int, hint: int) -> int:
 def _int(text: str | None) -> int | None:
     """A count as printed (`_PART` also takes a fraction, which no count has: None)."""
     return int(text) if text is not None and text.isdigit() else None
-
-
-def _float(text: str | None) -> float | None:
-    return None if text is None else float(text)
