@@ -164,11 +164,24 @@ SETTINGS = settings(
     cut=st.one_of(st.none(), st.floats(0, 1)),
     as_bytes=st.booleans(),
     until=st.one_of(st.none(), st.integers(1, 12)),
+    progress=st.sampled_from([None, 0, 3]),
 )
 def test_generated_repeats_read_alike(
-    seed: int, interleave: float, crlf: bool, cut: float | None, as_bytes: bool, until: int | None
+    seed: int,
+    interleave: float,
+    crlf: bool,
+    cut: float | None,
+    as_bytes: bool,
+    until: int | None,
+    progress: int | None,
 ) -> None:
+    """`progress`: a progress bar redrawn with bare `\r` put before that line (the text holds a
+    `\r`, the tracebacks' own lines do not)."""
     lines = repeated_log(random.Random(seed), interleave)
+    if progress is not None and len(lines) > progress:
+        lines.insert(
+            progress, "Loading: " + "".join(f"{p:3d}%|{'█' * (p // 10)}|\r" for p in range(0, 100, 25))
+        )
     text = ("\r\n" if crlf else "\n").join(lines) + "\n"
     if cut is not None:
         text = text[: int(len(text) * cut)]
@@ -176,8 +189,9 @@ def test_generated_repeats_read_alike(
 
 
 def test_repeated_bodies_are_replayed() -> None:
-    """Where the text repeats a body under another time, it is replayed, as text and as bytes;
-    not where one character differs, nor in a text with a `\\r`."""
+    """Where the text repeats a body under another time, it is replayed, as text and as bytes,
+    also where a progress bar elsewhere ends lines with a bare `\\r`; not where one character
+    differs, nor where the traceback's own lines end with `\\r\\n`."""
     writer = "(APIServer pid=100) ERROR 10-03 21:00:{ss} [serving_chat.py:245] "
     body = [FRAMES[0], FRAMES[1], FRAMES[2], FRAMES[9], FRAMES[10], "ValueError: too long {n}"]
     printed = [
@@ -189,6 +203,9 @@ def test_repeated_bodies_are_replayed() -> None:
     assert read_with_and_without(LogIndex(text)) == 9
     assert read_with_and_without(LogIndex(text.encode())) == 9
     assert read_with_and_without(LogIndex(text.replace("\n", "\r\n"))) == 0
+    progress_bar = "Loading safetensors:  50%|█████     | 1/2\rLoading safetensors: 100%|██████████| 2/2\n"
+    assert read_with_and_without(LogIndex(progress_bar + text)) == 9
+    assert read_with_and_without(LogIndex((progress_bar + text).encode())) == 9
     # The 6th printing differs in one character: it is read (and remembered beside the first
     # one's body, under the same first line); the others replay the first one's.
     at = text.index("21:00:05 [serving_chat.py:245]     ) = await self._preprocess_chat(")

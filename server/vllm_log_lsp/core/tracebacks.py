@@ -384,9 +384,10 @@ class BodyMemo:
     by a remembered body's texts, each line in turn, they are the window's next lines (each
     holds the writer's literals, which the prefix holds) and the reader would take them as it
     took them then: the state after them is the remembered one, with this traceback's numbers.
-    The comparison is one string comparison at C speed. A text with a `\r` is read as usual
-    without trying: its lines break at a `\r` too, and a remembered body joined by `\n` alone
-    would never match it.
+    The comparison is one string comparison at C speed. It also proves the lines: text equal
+    to the prefix's lines joined by `\n` holds no `\r`, so in a text with a `\r` elsewhere (a
+    progress bar) those are its lines too; lines ended by `\r\n` or a bare `\r` never match,
+    and are read as usual.
     """
 
     def __init__(self) -> None:
@@ -394,7 +395,7 @@ class BodyMemo:
 
     def takes(self, index: LogIndex, prefix: WriterPrefix, literals: tuple[str, ...]) -> bool:
         """Whether bodies of this writer can be replayed and remembered."""
-        return _REPLAY_BODIES and not index.has_cr and all(piece in prefix.text for piece in literals)
+        return _REPLAY_BODIES and all(piece in prefix.text for piece in literals)
 
     def replay(
         self, index: LogIndex, start: int, number: int, limit: int, prefix: WriterPrefix, reader: _ChainReader
