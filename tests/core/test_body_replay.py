@@ -190,8 +190,9 @@ def test_generated_repeats_read_alike(
 
 def test_repeated_bodies_are_replayed() -> None:
     """Where the text repeats a body under another time, it is replayed, as text and as bytes,
-    also where a progress bar elsewhere ends lines with a bare `\\r`; not where one character
-    differs, nor where the traceback's own lines end with `\\r\\n`."""
+    with lines ended by `\\n` or by `\\r\\n`, also where a progress bar elsewhere ends lines
+    with a bare `\\r`; not where one character differs, nor where a body's lines end with
+    breaks of both kinds."""
     writer = "(APIServer pid=100) ERROR 10-03 21:00:{ss} [serving_chat.py:245] "
     body = [FRAMES[0], FRAMES[1], FRAMES[2], FRAMES[9], FRAMES[10], "ValueError: too long {n}"]
     printed = [
@@ -202,7 +203,11 @@ def test_repeated_bodies_are_replayed() -> None:
     text = "\n".join(printed) + "\n"
     assert read_with_and_without(LogIndex(text)) == 9
     assert read_with_and_without(LogIndex(text.encode())) == 9
-    assert read_with_and_without(LogIndex(text.replace("\n", "\r\n"))) == 0
+    assert read_with_and_without(LogIndex(text.replace("\n", "\r\n"))) == 9
+    assert read_with_and_without(LogIndex(text.replace("\n", "\r\n").encode())) == 9
+    mixed = text.replace("in create_chat_completion\n", "in create_chat_completion\r\n")
+    assert mixed.count("\r\n") == 10
+    assert read_with_and_without(LogIndex(mixed)) == 0  # (the first line's `\r\n` is not the others')
     progress_bar = "Loading safetensors:  50%|█████     | 1/2\rLoading safetensors: 100%|██████████| 2/2\n"
     assert read_with_and_without(LogIndex(progress_bar + text)) == 9
     assert read_with_and_without(LogIndex((progress_bar + text).encode())) == 9

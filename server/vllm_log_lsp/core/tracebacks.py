@@ -384,10 +384,11 @@ class BodyMemo:
     by a remembered body's texts, each line in turn, they are the window's next lines (each
     holds the writer's literals, which the prefix holds) and the reader would take them as it
     took them then: the state after them is the remembered one, with this traceback's numbers.
-    The comparison is one string comparison at C speed. It also proves the lines: text equal
-    to the prefix's lines joined by `\n` holds no `\r`, so in a text with a `\r` elsewhere (a
-    progress bar) those are its lines too; lines ended by `\r\n` or a bare `\r` never match,
-    and are read as usual.
+    The comparison is one string comparison at C speed. It also proves the lines: the text is
+    the prefix's lines each ended by one break, `\n` or `\r\n` (the first line's), and the
+    lines hold no `\r` of their own, so those are its lines, whatever the rest of the text
+    holds (a progress bar's bare `\r`); lines ended otherwise never match, and are read as
+    usual.
     """
 
     def __init__(self) -> None:
@@ -411,8 +412,11 @@ class BodyMemo:
             return start, number, limit
         raw = index.slice(start, end)
         bodies = self._bodies.get(raw[prefix.length :], ()) if raw.startswith(prefix.text) else ()
+        # The lines are compared with the break that ends the first one (a log saved with
+        # `\r\n` has it on every line).
+        newline = "\r\n" if index.has_cr and text[end : end + 1] in ("\r", b"\r") else "\n"
         for body in bodies:
-            length = self._repeated(text, start, limit, prefix, body)
+            length = self._repeated(text, start, limit, prefix, body, newline)
             if length:
                 break
         else:
@@ -431,12 +435,13 @@ class BodyMemo:
         return start + length, number + taken, limit - taken
 
     @staticmethod
-    def _repeated(text: Text, start: int, limit: int, prefix: WriterPrefix, body: _Body) -> int:
-        """How much text from `start` the prefix's lines of `body` are (0: they are not there)."""
+    def _repeated(text: Text, start: int, limit: int, prefix: WriterPrefix, body: _Body, newline: str) -> int:
+        """How much text from `start` the prefix's lines of `body` are, each ended by `newline`
+        (0: they are not there)."""
         if body.bare != prefix.bare or len(body.rests) > limit:
             return 0
         head = prefix.text
-        expected = head + ("\n" + head).join(body.rests) + "\n"
+        expected = head + (newline + head).join(body.rests) + newline
         if isinstance(text, str):
             return len(expected) if text.startswith(expected, start) else 0
         encoded = expected.encode("utf-8")
