@@ -413,6 +413,48 @@ def test_rg_reads_no_line_past_the_end_of_a_file_mapped_before_it_grew(ending: s
         assert [start for start, _ in alone] == [start for start, _ in found[0]]
 
 
+@given(
+    pieces=st.lists(
+        st.sampled_from(["ERR9999", "ERR1234", "Error", "x 12: ", "9999: ", "模", "\n", "\r\n"]), max_size=40
+    ),
+    groups=st.lists(
+        st.lists(st.sampled_from(["ERR9999", "9999: ", "Error", "ERR", "2: ", "模"]), max_size=3),
+        min_size=2,
+        max_size=3,
+    ),
+)
+@settings(max_examples=150, deadline=None)
+def test_lines_of_one_layout_split_by_the_literals_they_hold(
+    pieces: list[str], groups: list[list[str]]
+) -> None:
+    """Without the automaton, one search over the union is split line by line, per layout (the
+    line with its digits masked) for literals without a digit: lines of one layout differing
+    only in their digits (`ERR9999`, `ERR1234`) still go to the groups of the literals with a
+    digit that each holds."""
+    text = "".join(pieces)
+    with pytest.MonkeyPatch.context() as patch:
+        _search_way("union", patch)
+        for source in (text, text.encode("utf-8")):
+            assert prefilter.candidate_lines_by_group(LogIndex(source), groups) == _each_alone(
+                source, groups, 0
+            )
+
+
+@pytest.mark.parametrize("first", ["ERR1234", "ERR9999"])
+def test_lines_that_differ_in_digits_only_hold_their_own_literals(first: str) -> None:
+    """`ERR1234 Error` and `ERR9999 Error` are one layout; only the second holds `ERR9999`,
+    whichever comes first."""
+    other = "ERR9999" if first == "ERR1234" else "ERR1234"
+    text = f"{first} Error\n{other} Error\n{first} x\n"
+    groups = [["ERR9999"], ["Error"]]
+    with pytest.MonkeyPatch.context() as patch:
+        _search_way("union", patch)
+        for source in (text, text.encode("utf-8")):
+            found = prefilter.candidate_lines_by_group(LogIndex(source), groups)
+            assert found == _each_alone(source, groups, 0)
+            assert len(found[0]) == (2 if first == "ERR9999" else 1)
+
+
 @pytest.mark.parametrize("way", _WAYS)
 def test_the_work_meanwhile_runs_once_whichever_way_searches(way: str, monkeypatch) -> None:
     _search_way(way, monkeypatch)

@@ -46,7 +46,7 @@ from .tools import find_program
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
-    from typing import Any, AnyStr, TypeVar
+    from typing import Any, TypeVar
 
     _T = TypeVar("_T")
 
@@ -322,17 +322,15 @@ def _split_by_group(index: LogIndex, sets: list[list[str]], begin: int) -> list[
     by_literal = _automaton_by_group(index, sets, begin)
     if by_literal is not None:
         return by_literal
-    # Each line is sliced once and each literal looked for with one C-speed `in`, in the text's
-    # own kind (a file's bytes are not decoded for it).
-    order = sorted(range(len(sets)), key=lambda bit: len(sets[bit]))
     rows = candidate_lines(index, union, begin) if union else []
-    text, end_of = index.text, index.line_end_at
+    text, end_of, masks = index.text, index.line_end_at, _LayoutMasks(sets)
     if isinstance(text, str):
-        masks = [_line_mask(text[start : end_of(start)], sets, order) for start, _ in rows]
+        line_masks = [
+            masks.of(text[start : end_of(start)].encode("utf-8", "surrogatepass")) for start, _ in rows
+        ]
     else:
-        encoded = [[literal.encode("utf-8") for literal in group] for group in sets]
-        masks = [_line_mask(text[start : end_of(start)], encoded, order) for start, _ in rows]
-    for (start, number), mask in zip(rows, masks, strict=True):
+        line_masks = [masks.of(text[start : end_of(start)]) for start, _ in rows]
+    for (start, number), mask in zip(rows, line_masks, strict=True):
         for bit, lines in enumerate(found):
             if mask >> bit & 1:
                 lines.append((start, number))
@@ -457,19 +455,46 @@ def _in_thread(search: Callable[[], _T], pending: list[Callable[[], object]]) ->
     return result[0]
 
 
-def _line_mask(line: AnyStr, needles: Sequence[Sequence[AnyStr]], order: list[int]) -> int:
-    """The groups (by their `needles`, as `line`'s kind) with a literal in `line`, a line that
-    holds a literal of some group. `order`: the groups from the smallest; the largest is looked
-    for last and, when every other one was looked for and missed, taken without looking (the
-    literal is one of its)."""
-    mask = 0
-    for bit in order[:-1]:
-        if any(needle in line for needle in needles[bit]):
-            mask |= 1 << bit
-    last = order[-1]
-    if not mask or any(needle in line for needle in needles[last]):
-        mask |= 1 << last
-    return mask
+class _LayoutMasks:
+    """The groups with a literal in a line (its UTF-8), a line at a time, remembered per layout
+    for the literals without a digit: a log repeats a few layouts with other digits (every
+    stats line), and each line is otherwise looked at with every literal of every group.
+
+    Why the layout is enough: a literal without an ASCII digit is in a line exactly where it is
+    in the line with every ASCII digit masked (no byte of it changes; nor does any byte of a
+    multi-byte character), so lines of one masked text hold the same such literals. Literals
+    with a digit are looked for in each line."""
+
+    _MAX = 4096
+
+    def __init__(self, sets: list[list[str]]) -> None:
+        def encoded(with_digit: bool) -> list[list[bytes]]:
+            return [[lit.encode("utf-8") for lit in group if _has_digit(lit) == with_digit] for group in sets]
+
+        self.plain, self.with_digits = encoded(False), encoded(True)
+        self.memo: dict[bytes, int] = {}
+
+    def of(self, line: bytes) -> int:
+        """The groups (a bit each) with a literal in `line`."""
+        key = line.translate(_MASK_DIGITS)
+        mask = self.memo.get(key)
+        if mask is None:
+            mask = sum(1 << bit for bit, group in enumerate(self.plain) if any(lit in line for lit in group))
+            if len(self.memo) >= self._MAX:
+                self.memo.clear()
+            self.memo[key] = mask
+        for bit, group in enumerate(self.with_digits):
+            if group and not mask >> bit & 1 and any(lit in line for lit in group):
+                mask |= 1 << bit
+        return mask
+
+
+#: Every ASCII digit as `0` (see `_LayoutMasks`).
+_MASK_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _has_digit(literal: str) -> bool:
+    return any("0" <= char <= "9" for char in literal)
 
 
 def _spans_lines(literals: Iterable[str]) -> bool:
