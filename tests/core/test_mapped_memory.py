@@ -18,6 +18,10 @@ from vllm_log_lsp.core.text import LogIndex
 
 PAGE = mmap.PAGESIZE
 NEEDS_AUTOMATON = pytest.mark.skipif(prefilter._automaton(("x",)) is None, reason="no ahocorasick-rs")
+# Resident pages are read from /proc and let go with madvise: Linux (CI runs these).
+LINUX_PAGES = pytest.mark.skipif(
+    not os.path.exists("/proc/self/status") or not hasattr(mmap, "MADV_DONTNEED"), reason="Linux"
+)
 
 
 def mapped(path: Path) -> mmap.mmap:
@@ -88,9 +92,7 @@ def _file_rss() -> int:
     raise AssertionError("no RssFile")
 
 
-@pytest.mark.skipif(
-    not os.path.exists("/proc/self/status") or not hasattr(mmap, "MADV_DONTNEED"), reason="Linux"
-)
+@LINUX_PAGES
 @pytest.mark.parametrize(
     "whole_file_pass",
     [
@@ -162,9 +164,7 @@ def test_the_automaton_never_holds_the_whole_file(way: str, tmp_path: Path) -> N
 
 
 @NEEDS_AUTOMATON
-@pytest.mark.skipif(
-    not os.path.exists("/proc/self/status") or not hasattr(mmap, "MADV_DONTNEED"), reason="Linux"
-)
+@LINUX_PAGES
 def test_finding_and_numbering_lines_spread_over_a_file_leaves_it_released(tmp_path: Path) -> None:
     """Reading around each candidate maps the pages near it (and the kernel maps neighbours
     with them), numbering counts every line break before it: both are released behind."""
@@ -180,9 +180,7 @@ def test_finding_and_numbering_lines_spread_over_a_file_leaves_it_released(tmp_p
     assert _file_rss() - before < size // 4
 
 
-@pytest.mark.skipif(
-    not os.path.exists("/proc/self/status") or not hasattr(mmap, "MADV_DONTNEED"), reason="Linux"
-)
+@LINUX_PAGES
 def test_the_scan_lets_go_of_the_pages_it_has_passed(tmp_path: Path) -> None:
     """A scan whose candidates and tracebacks spread over the whole file reads every part of it:
     the pages behind it are released as it goes, and the scan equals the one over the bytes."""
@@ -236,9 +234,7 @@ print(peak() - before, incident["root_cause"]["line"])
 """
 
 
-@pytest.mark.skipif(
-    not os.path.exists("/proc/self/status") or not hasattr(mmap, "MADV_DONTNEED"), reason="Linux"
-)
+@LINUX_PAGES
 def test_check_numbers_its_report_without_mapping_the_whole_file_again(tmp_path: Path) -> None:
     """`check` numbers the report's lines as `grep -n` does from the index, which knows the file
     has no `\\r`: it does not search every page for one again (which held them all)."""
@@ -262,9 +258,7 @@ def test_check_numbers_its_report_without_mapping_the_whole_file_again(tmp_path:
     assert int(grown) < size // 4
 
 
-@pytest.mark.skipif(
-    not os.path.exists("/proc/self/status") or not hasattr(mmap, "MADV_DONTNEED"), reason="Linux"
-)
+@LINUX_PAGES
 @pytest.mark.parametrize("has_cr", [False, True])
 def test_counting_far_into_a_mapped_file_lets_go_of_the_pages_counted(has_cr: bool, tmp_path: Path) -> None:
     """Numbering a line far into a file (a file's first candidate near its end) counts every

@@ -222,6 +222,11 @@ def test_over_bytes_the_automaton_comes_before_rg(monkeypatch) -> None:
     assert all(n is not None for _, n in prefilter.candidate_lines(LogIndex(text), LITERALS))
 
 
+def literal_groups(pool: list[str], min_size: int) -> st.SearchStrategy[list[list[str]]]:
+    """Up to three groups of up to three literals each, drawn from `pool`."""
+    return st.lists(st.lists(st.sampled_from(pool), max_size=3), min_size=min_size, max_size=3)
+
+
 # -- one search for several groups of literals (the scan's and the stats') ----------------------
 # Groups that share a literal, whose literals overlap across groups (`or: ` ends where `rror`'s
 # `r` is; `Error` holds `rror`) or nest, a group no line holds, and an empty one.
@@ -289,11 +294,7 @@ def test_one_search_gives_each_group_what_its_own_search_gives(
 
 @given(
     pieces=st.lists(st.sampled_from(_PIECES), max_size=40),
-    groups=st.lists(
-        st.lists(st.sampled_from(["Error", "Err", "rror", "or: ", "ValueError", "r", "模", " "]), max_size=3),
-        min_size=1,
-        max_size=3,
-    ),
+    groups=literal_groups(["Error", "Err", "rror", "or: ", "ValueError", "r", "模", " "], min_size=1),
 )
 @settings(max_examples=150, deadline=None)
 def test_one_search_splits_lines_by_group_for_any_literals(
@@ -313,9 +314,7 @@ def test_one_search_splits_lines_by_group_for_any_literals(
 
 @given(
     pieces=st.lists(st.sampled_from(_PIECES), max_size=40),
-    groups=st.lists(
-        st.lists(st.sampled_from(["Error", "rror", "or: ", "模", "x"]), max_size=3), min_size=1, max_size=3
-    ),
+    groups=literal_groups(["Error", "rror", "or: ", "模", "x"], min_size=1),
 )
 @settings(max_examples=100, deadline=None)
 def test_rg_over_a_file_with_bare_crs_gives_lsp_lines(
@@ -362,13 +361,7 @@ def test_literals_overlap_when_some_placement_shares_a_character(a: str, b: str)
 
 @given(
     pieces=st.lists(st.sampled_from([*_PIECES, "Avg ", "x y", "(restarting)"]), max_size=40),
-    groups=st.lists(
-        st.lists(
-            st.sampled_from(["Error", "Avg ", "模型", "x y", "(restarting)", "Err", "rror"]), max_size=3
-        ),
-        min_size=2,
-        max_size=3,
-    ),
+    groups=literal_groups(["Error", "Avg ", "模型", "x y", "(restarting)", "Err", "rror"], min_size=2),
 )
 @settings(max_examples=150, deadline=None)
 def test_one_automaton_pass_gives_each_group_its_lines_by_the_literals_matched(
@@ -417,11 +410,7 @@ def test_rg_reads_no_line_past_the_end_of_a_file_mapped_before_it_grew(ending: s
     pieces=st.lists(
         st.sampled_from(["ERR9999", "ERR1234", "Error", "x 12: ", "9999: ", "模", "\n", "\r\n"]), max_size=40
     ),
-    groups=st.lists(
-        st.lists(st.sampled_from(["ERR9999", "9999: ", "Error", "ERR", "2: ", "模"]), max_size=3),
-        min_size=2,
-        max_size=3,
-    ),
+    groups=literal_groups(["ERR9999", "9999: ", "Error", "ERR", "2: ", "模"], min_size=2),
 )
 @settings(max_examples=150, deadline=None)
 def test_lines_of_one_layout_split_by_the_literals_they_hold(

@@ -26,7 +26,7 @@ from sys import intern
 
 from . import regexes
 from .model import LogLine
-from .text import ESCAPE, ColumnMap, strip_ansi
+from .text import ESCAPE, MASK_DIGITS, ColumnMap, strip_ansi
 
 _OUTER = regexes.compile(
     r"""
@@ -112,10 +112,10 @@ _MEMO_MAX_LINE = 2000
 _MEMO_MAX_LAYOUTS = 4096
 # Writers remembered per layout before starting over.
 _MEMO_MAX_WRITERS = 256
-# Every ASCII digit masked as `0`: the prefix patterns treat all digits alike (`\d`, `[0-9]`,
-# `\w`, `\S`, `str.isdecimal`; none names a digit), so lines differing only in their digits have
-# the same layout (tests/core/test_line_layouts.py checks the patterns for it).
-_MASK_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+# Layouts are remembered by the line with its digits masked (`MASK_DIGITS`): the prefix patterns
+# treat all digits alike (`\d`, `[0-9]`, `\w`, `\S`, `str.isdecimal`; none names a digit), so
+# lines differing only in their digits have the same layout (tests/core/test_line_layouts.py
+# checks the patterns for it).
 
 
 class _Layout:
@@ -164,7 +164,7 @@ def _remembered_layout(clean: str, parsing: _Parsing) -> _Layout:
     """The layout of `clean` (see `_Layout`), remembered by its digit-masked text."""
     if len(clean) > _MEMO_MAX_LINE:
         return _layout_of(clean, parsing.learned)
-    key = clean.encode("utf-8", "surrogatepass").translate(_MASK_DIGITS)
+    key = clean.encode("utf-8", "surrogatepass").translate(MASK_DIGITS)
     layouts = parsing.layouts
     layout = layouts.get(key)
     if layout is None:

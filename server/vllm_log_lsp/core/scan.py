@@ -52,9 +52,9 @@ class CandidateLines(Mapping[int, LogLine]):
     """The scan's candidate lines, parsed, by number (the keys of the scan's `offsets`).
 
     Only the lines the analysis looks up again by number (the line of an event of its own; a
-    traceback keeps what is asked of its header) stay parsed, with the last `_RECENT` others (a traceback's reader looks at
-    the lines above its header); any other is parsed again from its offset when asked for,
-    exactly as the scan parsed it (`_candidate`). A log of logged request errors has a candidate
+    traceback keeps what is asked of its header) stay parsed, with the last `_RECENT` others
+    (a traceback's reader looks at the lines above its header); any other is parsed again from
+    its offset when asked for, exactly as the scan parsed it (`_candidate`). A log of logged request errors has a candidate
     line in three or four, each record a few hundred bytes, and asks again for few of them.
     """
 

@@ -23,6 +23,7 @@ Only lines holding one of `LITERALS` are read (the literal pre-filter: one rg/gr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from datetime import date
 
@@ -32,7 +33,7 @@ from .model import Span
 from .outline import run_boundaries
 from .prefilter import Numbered, candidate_lines_by_group
 from .records import dataclass, field, replace
-from .text import LogIndex
+from .text import MASK_DIGITS, LogIndex
 
 # `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
 TYPE_CHECKING = False
@@ -280,9 +281,7 @@ def _sample_from(
         Span(line_no, plan.start_col, plan.end_col),
         time,
         stamp,
-        _engine(
-            message[plan.engine[0] : plan.engine[1]] if plan.engine[0] >= 0 else "", message, plan.engines
-        ),
+        _engine(message, plan),
         float(message[plan.prompt[0] : plan.prompt[1]]),
         float(message[plan.generation[0] : plan.generation[1]]),
         int(message[plan.running[0] : plan.running[1]]),
@@ -298,24 +297,20 @@ def _sample_from(
     )
 
 
-def _engine(number: str, message: str, engines: tuple[int, int]) -> str:
+def _engine(message: str, plan: _StatsPlan) -> str:
     """The sample's engine: `Engine NNN` of `Engine N: `, else `N Engines Aggregated`, else
     `engine` (a V0 line names none)."""
-    if number:
-        return _ENGINE_NAMES.get(number) or _engine_name(number)
-    count = message[engines[0] : engines[1]] if engines[0] >= 0 else ""
-    return f"{count} Engines Aggregated" if count else "engine"
+    if plan.engine[0] >= 0:
+        return _engine_name(message[plan.engine[0] : plan.engine[1]])
+    if plan.engines[0] >= 0:
+        return f"{message[plan.engines[0] : plan.engines[1]]} Engines Aggregated"
+    return "engine"
 
 
-# Engine names by the number printed (a log has a few engines and prints them on every line).
-_ENGINE_NAMES: dict[str, str] = {}
-
-
+@functools.lru_cache(maxsize=256)
 def _engine_name(number: str) -> str:
-    if len(_ENGINE_NAMES) >= 256:
-        _ENGINE_NAMES.clear()
-    name = _ENGINE_NAMES[number] = f"Engine {int(number):03d}"
-    return name
+    """`Engine NNN` (a log has a few engines and prints them on every stats line)."""
+    return f"Engine {int(number):03d}"
 
 
 def _int_at(message: str, span: tuple[int, int]) -> int | None:
@@ -329,8 +324,8 @@ def _float_at(message: str, span: tuple[int, int]) -> float | None:
 
 
 def _masked(text: str) -> bytes:
-    """An ASCII text with every digit masked as `0` (see `_MASK_DIGITS`)."""
-    return text.encode("ascii").translate(_MASK_DIGITS)
+    """An ASCII text with every digit masked as `0` (`MASK_DIGITS`)."""
+    return text.encode("ascii").translate(MASK_DIGITS)
 
 
 def _plannable(raw: str) -> bool:
@@ -354,10 +349,10 @@ def _part_spans(tail: str) -> dict[str, tuple[int, int]]:
     return spans
 
 
-# Every ASCII digit masked as `0`: `_STAMP` and `_PART` treat all digits alike (`\\d` only; no
-# pattern names a digit), so texts that differ only in their digits have their matches at the
-# same places, and what is found in one is found where it stands in the others.
-_MASK_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+# Texts are remembered with their digits masked (`MASK_DIGITS`): `_STAMP` and `_PART` treat all
+# digits alike (`\\d` only; no pattern names a digit), so texts that differ only in their digits
+# have their matches at the same places, and what is found in one is found where it stands in
+# the others.
 # Texts whose matches a clock remembers (a log has few line layouts) before starting over.
 _MEMO_MAX = 4096
 # The fields of a `_STAMP` match, in the order `_Clock.read` reads them.
@@ -404,25 +399,13 @@ class _Clock:
         of it: None, no timestamp)."""
         if spans is None:
             return None, None
-        (
-            (start, stop),
-            (year_start, year_end),
-            month_at,
-            day_at,
-            hour_at,
-            minute_at,
-            second_at,
-            (
-                fraction_start,
-                fraction_end,
-            ),
-        ) = spans
+        whole, year_at, month_at, day_at, hour_at, minute_at, second_at, fraction_at = spans
         # (Each field is what `\\d` matched: a number.)
         month, day = int(text[month_at[0] : month_at[1]]), int(text[day_at[0] : day_at[1]])
         hour_no, minute_no = int(text[hour_at[0] : hour_at[1]]), int(text[minute_at[0] : minute_at[1]])
         second_no = int(text[second_at[0] : second_at[1]])
-        year = text[year_start:year_end] if year_start >= 0 else None
-        fraction = text[fraction_start:fraction_end] if fraction_start >= 0 else None
+        year = text[year_at[0] : year_at[1]] if year_at[0] >= 0 else None
+        fraction = text[fraction_at[0] : fraction_at[1]] if fraction_at[0] >= 0 else None
         days = self._day(int(year or _NO_YEAR), month, day)
         if days is None or hour_no > 23 or minute_no > 59 or second_no > 59:
             return None, None  # not a time (`datetime` would refuse it)
@@ -432,7 +415,7 @@ class _Clock:
         if year is None and self.last is not None and seconds < self.last - 180 * 86400:
             seconds += 366 * 86400  # December to January in a log without years
         self.last = seconds
-        return seconds, text[start:stop]
+        return seconds, text[whole[0] : whole[1]]
 
     def _day(self, year: int, month: int, day: int) -> int | None:
         """Days from 2000-01-01 to this date, or None when there is no such date."""

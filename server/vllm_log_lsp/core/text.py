@@ -48,6 +48,9 @@ else:  # a name for annotations only
     Needle = object
 
 ESCAPE = "\x1b"
+#: A `bytes.translate` table that masks every ASCII digit as `0`: texts that differ only in their
+#: digits mask alike (each user says why what it looks for treats all digits alike).
+MASK_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 _UNCHECKED = object()
 #: Bytes of a mapped file copied at a time to count its line breaks.
 _COUNT_BLOCK = 1 << 20

@@ -295,7 +295,7 @@ def read_traceback(
     literals = writer_literals(first)
     next_number = first.number + 1
     recording: _Recording | None = None
-    if bodies is not None and prefix is not None and bodies.takes(index, prefix, literals):
+    if bodies is not None and prefix is not None and bodies.takes(prefix, literals):
         start, next_number, limit = bodies.replay(index, start, next_number, limit, prefix, reader)
         if next_number == first.number + 1:  # (nothing replayed: this body is remembered)
             recording = _Recording(bodies, prefix, reader)
@@ -394,7 +394,7 @@ class BodyMemo:
     def __init__(self) -> None:
         self._bodies: dict[str, list[_Body]] = {}
 
-    def takes(self, index: LogIndex, prefix: WriterPrefix, literals: tuple[str, ...]) -> bool:
+    def takes(self, prefix: WriterPrefix, literals: tuple[str, ...]) -> bool:
         """Whether bodies of this writer can be replayed and remembered."""
         return _REPLAY_BODIES and all(piece in prefix.text for piece in literals)
 
