@@ -244,8 +244,8 @@ def _asking_the_records(index: LogIndex, scan: Scan | None = None, begin: int = 
     with pytest.MonkeyPatch.context() as patch:
         original = _ReadLines.__init__
 
-        def records_only(self: _ReadLines, scan: Scan) -> None:
-            original(self, scan)
+        def records_only(self: _ReadLines, scan: Scan, *more: object) -> None:
+            original(self, scan, *more)  # type: ignore[arg-type]
             self.before = 1 << 60
 
         patch.setattr(_ReadLines, "__init__", records_only)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Callable
 
@@ -35,6 +36,7 @@ from .lines import learn_outer_prefix, learned_prefix, parse_line
 from .model import Analysis, ExceptionEvent, Finding, Precursor, RunSegment, Span
 from .prefilter import candidate_lines_by_group
 from .records import replace
+from .repeats import next_copy_end, resume_point
 from .scan import Candidate, Scan, run_start_literals, scan_lines, scan_literals, truncate_scan
 from .stats import LITERALS as STATS_LITERALS
 from .stats import StatsScan, scan_stats
@@ -233,13 +235,16 @@ class Analyzer:
         # A traceback still open at the old end, or one whose last lines are read again, is
         # read again whole (its lines would otherwise be parsed as lines of their own).
         stable_line = old_index.line_of(stable)
+        # So is one whose copy might follow it in lines read again: whether the next lines are
+        # a copy of it was decided on the old text (see `repeats`).
         for tb in scan.tracebacks:
-            if tb.open or tb.last_line >= stable_line:
+            if tb.open or next_copy_end(tb) >= stable_line:
                 stable = min(stable, scan.offsets.get(tb.header_line, 0))
         # In the new text the cut may have fallen between the halves of a `\r\n`: start at
         # the beginning of the line that holds it.
         if index.inside_crlf(stable):
             stable = index.line_start_at(stable - 1)
+        stable = resume_point(index, scan.repeats, stable)
         return truncate_scan(scan, index.line_of(stable)), stable
 
 
@@ -271,12 +276,19 @@ def _analysis(
         runs=tuple(runs.values()),
         line_count=line_count,
         warnings=warnings + _encoding_warnings(index),
-        folds=tuple(
-            (tb.header_line, tb.last_line) for tb in scan.tracebacks if tb.last_line > tb.header_line
-        ),
+        folds=_folds(scan),
         run_starts=run_starts,
         health=build_health(index, stats, run_starts, line_count, findings, known_offsets=scan.offsets),
     )
+
+
+def _folds(scan: Scan) -> tuple[tuple[int, int], ...]:
+    """(first, last) line of each traceback of more than one line, a repeated one's skipped
+    copies included, in line order."""
+    read = ((tb.header_line, tb.last_line) for tb in scan.tracebacks if tb.last_line > tb.header_line)
+    if not scan.repeats:
+        return tuple(read)
+    return tuple(heapq.merge(read, *(run.folds() for run in scan.repeats)))
 
 
 def _encoding_warnings(index: LogIndex) -> tuple[str, ...]:

@@ -41,6 +41,22 @@ class LineRuns:
         if start is not None:
             self._add_run(start, end)  # type: ignore[arg-type]
 
+    def add_periodic(self, first: int, period: int, count: int, runs: tuple[tuple[int, int], ...]) -> None:
+        """Add `runs` ([a, b) from `first`) and their `count - 1` copies `period` apart after
+        them: the lines of copies of one traceback (see `repeats`)."""
+        if count <= 0 or not runs:
+            return
+        last = first + (count - 1) * period
+        apart = runs[-1][1] < runs[0][0] + period  # (the copies' runs neither touch nor overlap)
+        if len(runs) == 1 and apart and (not self._ends or first + runs[0][0] > self._ends[-1]):
+            a, b = runs[0]
+            self._starts.extend(range(first + a, last + a + 1, period))
+            self._ends.extend(range(first + b, last + b + 1, period))
+            return
+        for base in range(first, last + 1, period):
+            for a, b in runs:
+                self._add_run(base + a, base + b)
+
     def _add_run(self, start: int, end: int) -> None:
         starts, ends = self._starts, self._ends
         if not ends or start > ends[-1]:  # after every run (the scan's case): appended

@@ -16,6 +16,7 @@ from .linesets import LineMap, LineRuns
 from .model import ExceptionEvent, LogLine, Precursor, Symptom
 from .prefilter import Numbered, candidate_lines_by_group
 from .records import dataclass, field, replace
+from .repeats import SKIP_REPEATS, MarkerLiterals, RepeatRun, first_copy, skip_copies
 from .source import release_pages
 from .text import LogIndex
 from .tracebacks import TRACEBACK_HEADER, BodyMemo, Traceback, read_traceback, standalone_exception
@@ -127,6 +128,8 @@ class Scan:
     # Kept compact (see `linesets`): a log of logged request errors has one traceback in ten lines.
     consumed: LineRuns = field(default_factory=LineRuns)  # lines read as part of a traceback
     exception_lines: LineRuns = field(default_factory=LineRuns)  # their `Type: message` lines
+    # Tracebacks repeated back to back, their copies after the first skipped (see `repeats`).
+    repeats: list[RepeatRun] = field(default_factory=list)
     # Derived lookups, built on first use by the incident code (one analysis reads them per death).
     cache: dict[object, object] = field(default_factory=dict, repr=False, compare=False)
 
@@ -169,14 +172,18 @@ def scan_lines(
     # The lines of the tracebacks read in this call are also kept in sets while it runs: each
     # candidate is asked about (most lines of a long traceback are candidates), and a set answers
     # in C where the compact records bisect in Python. Lines past `before` are in the sets only.
-    read = _ReadLines(scan)
+    read = _ReadLines(scan, catalog)
     taken_now, exceptions_now, before = read.consumed, read.exceptions, read.before
     # Lines a traceback's reading parsed already (whole lines: the same text when within MAX_LINE).
     parsed: dict[int, LogLine] = {}
     markers = _MarkersByMessage(catalog)
     restarts = _RunStartsAhead(index, catalog, marker_lines)
+    if scan.repeats and scan.repeats[-1].end == begin and begin > 0:
+        read.go_on(index, scan.repeats[-1])  # (a run cut where the text is read again)
     released = 0  # (a mapped file's pages the scan has passed are let go: see `release_pages`)
     for start, number in candidates:
+        if start < read.skip_to:
+            continue  # (a repeated traceback's copy, counted: see `repeats`)
         if start - released > _RELEASE_STEP:
             released = release_pages(index.text, released, start - _KEEP_BEHIND)
         taken = number in taken_now or (number < before and number in consumed)
@@ -203,14 +210,18 @@ _KEEP_BEHIND = 1 << 20
 
 class _ReadLines:
     """The lines the tracebacks a scan reads consume, added to its compact records and, for the
-    time the scan runs, to sets (see `scan_lines`)."""
+    time the scan runs, to sets (see `scan_lines`); the copies of a traceback repeated back to
+    back, skipped (see `repeats`)."""
 
-    def __init__(self, scan: Scan) -> None:
+    def __init__(self, scan: Scan, catalog: Catalog) -> None:
         self.scan = scan
         self.consumed: set[int] = set()
         self.exceptions: set[int] = set()  # their `Type: message` lines
         self.before = max(scan.consumed.end, scan.exception_lines.end)  # (the records' lines are below)
         self.bodies = BodyMemo()  # (the bodies of the tracebacks read, replayed where they repeat)
+        self.literals = marker_literals(catalog)
+        self.skip_to = -1  # candidates before this offset lie in skipped copies
+        self.released = 0  # (pages of a mapped file the copies' comparison has passed)
 
     def add(self, tb: Traceback) -> None:
         self.scan.consumed.update(tb.lines)
@@ -218,6 +229,47 @@ class _ReadLines:
         exception_lines = [e.line for e in tb.chain]
         self.scan.exception_lines.update(exception_lines)
         self.exceptions.update(exception_lines)
+
+    def repeated(self, index: LogIndex, tb: Traceback, header: LogLine, header_start: int) -> None:
+        """Skip the copies of `tb` (just read) that follow it back to back, but the last."""
+        if not SKIP_REPEATS:
+            return
+        run = first_copy(index, tb, header, header_start, self.literals)
+        if run is not None and self._skip(index, run):
+            self.scan.repeats.append(run)
+
+    def go_on(self, index: LogIndex, run: RepeatRun) -> None:
+        """Skip the copies that continue `run` from its end (where the scan starts again)."""
+        self._skip(index, run)
+
+    def _skip(self, index: LogIndex, run: RepeatRun) -> bool:
+        """Skip the copies from `run.end` on but the last (see `skip_copies`); whether one
+        followed at all (a run of two copies skips none, but is a run: a scan that reads its
+        text again, grown, goes on comparing from its last copy: `repeats.resume_point`)."""
+        before = run.skipped
+        found, added, self.released = skip_copies(index, run, self.released)
+        if added:
+            first = run.first_line + before * run.lines
+            exceptions = tuple((at, at + 1) for at in run.exceptions)
+            self.scan.consumed.add_periodic(first, run.lines, added, run.consumed)
+            self.scan.exception_lines.add_periodic(first, run.lines, added, exceptions)
+            self.skip_to = run.end
+        return found > 0
+
+
+# The scan's marker literals per catalog (a few are built: the builtin one, a user's).
+_MARKER_LITERALS: dict[int, tuple[Catalog, MarkerLiterals]] = {}
+
+
+def marker_literals(catalog: Catalog) -> MarkerLiterals:
+    """The literals of the markers the scan reads lines for (a copy holding one is not skipped)."""
+    kept = _MARKER_LITERALS.get(id(catalog))
+    if kept is None or kept[0] is not catalog:
+        if len(_MARKER_LITERALS) > 8:
+            _MARKER_LITERALS.clear()
+        literals = MarkerLiterals(m.literal for kind in _SCANNED_KINDS for m in catalog.markers_of(kind))
+        kept = _MARKER_LITERALS[id(catalog)] = (catalog, literals)
+    return kept[1]
 
 
 def _candidate(index: LogIndex, start: int, number: int, parsed: dict[int, LogLine]) -> LogLine:
@@ -371,6 +423,7 @@ def _classify_line(
             scan.events.append(Candidate(event, tier=0, traceback=tb))
         if not tb.chain:
             _add_logged_message(scan, tb)
+        read.repeated(index, tb, line, start)
         tb.preamble_record = None  # (read: the line is the scan's, parsed again if asked for)
         # The header is not kept parsed: what the analysis asks of it is kept on the traceback
         # (`Traceback.outer`), and a log of request errors has tens of thousands.
@@ -430,4 +483,9 @@ def truncate_scan(scan: Scan, line: int) -> Scan:
         precursors=[item for item in scan.precursors if item[0].line < line],
         consumed=scan.consumed.below(line),
         exception_lines=scan.exception_lines.below(line),
+        repeats=[
+            run.cut(min(run.skipped, (line - run.first_line) // run.lines))
+            for run in scan.repeats
+            if run.first_line <= line
+        ],
     )

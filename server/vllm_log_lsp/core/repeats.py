@@ -1,0 +1,316 @@
+"""Runs of a traceback repeated back to back, told apart only by their digits: read once.
+
+A server that fails every request the same way (a prompt over the context length, a client
+that keeps disconnecting) logs the same traceback for each request, one right after the other,
+tens of thousands of times: the same writer, the same frames, the same exception; only the
+timestamps, the token counts and the request ids differ, and those are digits. The scan reads
+the first copy of such a run (`scan.scan_lines`), then compares the text that follows with it,
+a copy at a time at C speed: the copies between the first and the last are counted, not read;
+the last is read as usual (what follows a run, a death most of all, is then read exactly as
+before, and a run's last copy is the one a death right after it may come from).
+
+What a copy is: the first copy is the traceback's lines (with its writer's line directly above
+the header, when there is one), each starting with the writer's prefix, holding none of the
+scan's marker literals. A copy is as many lines right after the previous copy, each starting
+with one prefix that is the first copy's but for its timestamp (the same process, pid and
+logger source: the same writer), whose text is the first copy's once each run of digits is
+written as one `0`. So its reading would take the same lines the same way: the reader's
+decisions read the lines' shapes (`File "…", line N`, `Type: message`, indentation, the
+writer), never the value or the length of a number in a message or a timestamp. Its frames'
+line numbers and its message's numbers are its own: the analysis does not keep them; it keeps
+the run (`RepeatRun`), from which each copy's lines (its fold, the lines it consumed) follow.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from array import array
+from collections.abc import Iterable, Iterator
+
+from . import regexes
+from .lines import writer_prefix
+from .model import LogLine
+from .records import dataclass
+from .source import release_pages
+from .text import MASK_DIGITS, LogIndex, Text
+from .tracebacks import Traceback
+
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import AnyStr
+
+#: A first copy is compared only when it is at most this long (bytes or characters) ...
+MAX_COPY_SIZE = 1 << 16
+#: ... and at most this many lines: the work on a traceback that repeats nothing stays bounded.
+MAX_COPY_LINES = 1000
+#: Whether runs are skipped at all (off: the reference the tests compare with).
+SKIP_REPEATS = True
+_MASK_STR = str.maketrans("123456789", "000000000")
+_DIGIT = regexes.compile(r"[0-9]")
+# How far the comparison goes past the pages it released last before it releases again, and what
+# it keeps mapped behind its position (the scan reads lines above the next header).
+_RELEASE_STEP = 1 << 23
+_KEEP_BEHIND = 1 << 20
+
+
+def collapse_digits(piece: AnyStr) -> AnyStr:
+    """`piece` with each run of ASCII digits written as one `0` (a few C-speed passes)."""
+    if isinstance(piece, str):
+        masked = piece.translate(_MASK_STR)
+        while "00" in masked:
+            masked = masked.replace("00", "0")
+        return masked
+    masked_bytes = piece.translate(MASK_DIGITS)
+    while b"00" in masked_bytes:
+        masked_bytes = masked_bytes.replace(b"00", b"0")
+    return masked_bytes
+
+
+@dataclass(eq=False, slots=True)
+class CopyTemplate:
+    """The first copy of a possible run, as the comparison of each later copy needs it.
+
+    A copy is as many lines, the first starting with the first copy's writer prefix with its
+    own timestamp (digits of the same widths) and every other line with that same prefix, whose
+    text is the first copy's once each run of digits is written as one `0`. The first copy
+    after a read traceback is compared by hand (`_looks_alike`); once one matched, the rest of
+    a run are matched by one pattern made from the first (`_pattern`), which finds each copy's
+    end too: the same test, one pass of the regular-expression engine each.
+    """
+
+    size: int  # the copy's length in the text's units (bytes of a file, characters of a str)
+    lines: int  # its lines
+    text: str  # its text (decoded)
+    prefix: str  # the writer's prefix each of its lines starts with ...
+    stamp: tuple[int, int]  # ... and the span of the timestamp in it ((0, 0): none)
+    as_bytes: bool  # whether the text compared is a file's bytes
+    pattern: re.Pattern[str] | re.Pattern[bytes] | None = None  # (made when a copy is found)
+
+    def copy_end(self, text: Text, at: int) -> int:
+        """The offset after the copy starting at `at`, or -1 when none does."""
+        if self.pattern is None:
+            end = self._looks_alike(text, at)
+            if end >= 0:
+                self.pattern = self._pattern()
+            return end
+        found = self.pattern.match(text, at)  # type: ignore[arg-type]
+        return found.end() if found else -1
+
+    def _looks_alike(self, text: Text, at: int) -> int:
+        newline = b"\n" if self.as_bytes else "\n"
+        end = _end_of_lines(text, newline, at, self.lines)
+        if end < 0:
+            return -1
+        piece = text[at:end]
+        copy = piece if isinstance(piece, str) else bytes(piece).decode("utf-8", "replace")
+        head, prefix = copy[: len(self.prefix)], self.prefix
+        a, b = self.stamp
+        if head[:a] != prefix[:a] or head[b:] != prefix[b:] or _mask(head[a:b]) != _mask(prefix[a:b]):
+            return -1  # (another writer: only the time may differ)
+        if copy.count("\n" + head) != self.lines - 1 or "\ufffd" in copy:
+            return -1  # (each line starts with the first line's prefix)
+        return end if collapse_digits(copy) == collapse_digits(self.text) else -1
+
+    def _pattern(self) -> re.Pattern[str] | re.Pattern[bytes]:
+        """The pattern of a copy (see the class): `_looks_alike` as one match."""
+        prefix, (a, b) = self.prefix, self.stamp
+        head, tail = re.escape(prefix[:a]), re.escape(prefix[b:])
+        stamp = "".join(
+            f"[0-9]{{{len(part)}}}" if _DIGIT_RUNS_ONLY.fullmatch(part) else re.escape(part)
+            for part in _DIGIT_RUNS.split(prefix[a:b])
+            if part
+        )
+        rows = []
+        for number, row in enumerate(self.text.split("\n")[:-1]):
+            own = f"(?P<t>{stamp})" if number == 0 else "(?P=t)"
+            rest = "[0-9]+".join(re.escape(part) for part in _DIGIT_RUNS_ONLY.split(row[len(prefix) :]))
+            rows.append((head + own + tail if b > a else re.escape(prefix)) + rest + "\n")
+        pattern = "".join(rows)
+        return re.compile(pattern.encode("utf-8")) if self.as_bytes else re.compile(pattern)
+
+
+_DIGIT_RUNS = re.compile(r"([0-9]+)")  # (split, the runs kept)
+_DIGIT_RUNS_ONLY = re.compile(r"[0-9]+")
+
+
+def _mask(piece: str) -> str:
+    return piece.translate(_MASK_STR)
+
+
+def _end_of_lines(text: Text, newline: Text, start: int, count: int) -> int:
+    """The offset after the `newline` ending the `count`-th line from `start` (-1: the text
+    ends first)."""
+    end = start
+    for _ in range(count):
+        found = text.find(newline, end)  # type: ignore[arg-type]
+        if found < 0:
+            return -1
+        end = found + 1
+    return end
+
+
+@dataclass(eq=False, slots=True)
+class RepeatRun:
+    """Copies of a traceback that the scan skipped, one after another, each `lines` lines:
+    copy 1 starts at line `first_line`, offset `bounds[0]`, and each copy ends where the next
+    starts (`bounds[i]`: the start of copy i + 1). The first copy (copy 0, read as usual) ends
+    where copy 1 starts; the copy at the last bound was read as usual too. Places are lines
+    within a copy (0: its first line)."""
+
+    template: CopyTemplate
+    first_line: int
+    bounds: array[int]
+    header_at: int  # the traceback header's place
+    consumed: tuple[tuple[int, int], ...]  # the places the traceback consumed, as runs [a, b)
+    exceptions: tuple[int, ...]  # the places of its `Type: message` lines
+
+    @property
+    def skipped(self) -> int:
+        return len(self.bounds) - 1
+
+    @property
+    def start(self) -> int:
+        """The offset of the first skipped copy."""
+        return self.bounds[0]
+
+    @property
+    def end(self) -> int:
+        """The offset after the last skipped copy."""
+        return self.bounds[-1]
+
+    @property
+    def lines(self) -> int:
+        return self.template.lines
+
+    def folds(self) -> Iterator[tuple[int, int]]:
+        """(header, last line) of each skipped copy (see `Analysis.folds`)."""
+        header = self.first_line + self.header_at
+        last = self.first_line + self.consumed[-1][1] - 1
+        for copy in range(self.skipped):
+            yield header + copy * self.lines, last + copy * self.lines
+
+    def cut(self, copies: int) -> RepeatRun:
+        """The run with its first `copies` skipped copies only."""
+        bounds = self.bounds[: copies + 1]
+        return RepeatRun(
+            self.template, self.first_line, bounds, self.header_at, self.consumed, self.exceptions
+        )
+
+
+class MarkerLiterals:
+    """Literals a copy must not hold (the scan's markers: a line holding one means more than
+    its traceback), found in one search; those with a digit also with their digits collapsed
+    (a copy with other digits might hold one where the first copy does not)."""
+
+    __slots__ = ("digits", "pattern")
+
+    def __init__(self, literals: Iterable[str]) -> None:
+        ordered = sorted(set(literals), key=len, reverse=True)
+        self.pattern = re.compile("|".join(re.escape(literal) for literal in ordered)) if ordered else None
+        self.digits = tuple(collapse_digits(lit) for lit in ordered if _DIGIT.search(lit))
+
+    def held_by(self, block: str) -> bool:
+        """Whether `block`, or a copy of it with other digits, might hold one of the literals."""
+        if self.pattern is not None and self.pattern.search(block):
+            return True
+        collapsed = collapse_digits(block)
+        return any(literal in collapsed for literal in self.digits)
+
+
+def first_copy(
+    index: LogIndex, tb: Traceback, header: LogLine, header_start: int, literals: MarkerLiterals
+) -> RepeatRun | None:
+    """The run (no copy skipped yet) that copies of the traceback just read would make, when
+    they could be skipped; None otherwise."""
+    if tb.open or not tb.lines or tb.last_line <= tb.header_line:
+        return None
+    prefix = writer_prefix(header)
+    if prefix is None:
+        return None
+    text, newline = index.text, index._nl
+    first_start, first_line = header_start, tb.header_line
+    above = tb.preamble_record
+    if above is not None and above.number == header.number - 1:
+        first_start, first_line = index.line_start_at(header_start - 1), above.number
+    lines = tb.last_line - first_line + 1
+    end = _end_of_lines(text, newline, first_start, lines) if lines <= MAX_COPY_LINES else -1
+    if end < 0 or end - first_start > MAX_COPY_SIZE:
+        return None
+    piece = text[first_start:end]
+    block = piece if isinstance(piece, str) else bytes(piece).decode("utf-8", "replace")
+    rows = block.split("\n")[:-1]  # (the block ends with its last line's `\n`)
+    if "\r" in block or "\ufffd" in block or any(not row.startswith(prefix.text) for row in rows):
+        return None  # (a progress bar's bare `\r`; undecodable bytes: lengths would not agree)
+    if literals.held_by(block):
+        return None
+    stamp = _stamp_span(prefix.text, header.timestamp)
+    template = CopyTemplate(len(piece), lines, block, prefix.text, stamp, not isinstance(piece, str))
+    return RepeatRun(
+        template,
+        first_line + lines,
+        array("q", [end]),
+        tb.header_line - first_line,
+        tuple(_runs([n - first_line for n in tb.lines])),
+        tuple(e.line - first_line for e in tb.chain),
+    )
+
+
+def _stamp_span(prefix: str, timestamp: str | None) -> tuple[int, int]:
+    at = prefix.find(timestamp) if timestamp else -1
+    return (at, at + len(timestamp)) if timestamp and at >= 0 else (0, 0)
+
+
+def _runs(numbers: list[int]) -> Iterator[tuple[int, int]]:
+    """Ascending `numbers` as runs [start, end) of consecutive numbers."""
+    start = end = -1
+    for number in numbers:
+        if number == end:
+            end += 1
+            continue
+        if start >= 0:
+            yield start, end
+        start, end = number, number + 1
+    if start >= 0:
+        yield start, end
+
+
+def skip_copies(index: LogIndex, run: RepeatRun, released: int) -> tuple[int, int, int]:
+    """Add to `run` the copies that follow one another from its end but the last (read as
+    usual): how many copies followed, how many were added, and where the pages of a mapped
+    file were released up to (see `source.release_pages`)."""
+    text, template, bounds = index.text, run.template, run.bounds
+    at, found = bounds[-1], 0
+    while (end := template.copy_end(text, at)) >= 0:
+        if found:
+            bounds.append(at)
+        found += 1
+        at = end
+        if at - released > _RELEASE_STEP:
+            released = release_pages(text, released, at - _KEEP_BEHIND)
+    return found, max(found - 1, 0), released
+
+
+def next_copy_end(tb: Traceback) -> int:
+    """The last line a copy right after `tb` could reach (its writer's line above the header
+    and its lines, again): where the scan looked to tell whether one follows."""
+    return tb.last_line + (tb.last_line - tb.header_line + 2)
+
+
+def resume_point(index: LogIndex, runs: list[RepeatRun], stable: int) -> int:
+    """Where a scan cut at offset `stable` must read again for a run of copies to go on as one.
+
+    Whether a run went on was decided by its text up to the end of the copy after its last (the
+    one that did not match) or of the text: a cut before that goes back to the start of a copy,
+    at most the last copy's (the copies before it stay skipped: `truncate_scan`; the scan goes
+    on comparing from there: `scan_lines`)."""
+    text, newline = index.text, index._nl
+    for run in runs:
+        if stable <= run.start:
+            break
+        last_end = _end_of_lines(text, newline, run.end, run.lines)
+        decided = _end_of_lines(text, newline, last_end, run.lines) if last_end >= 0 else -1
+        if decided < 0 or stable < decided:
+            return run.bounds[bisect.bisect_right(run.bounds, stable) - 1]
+    return stable
