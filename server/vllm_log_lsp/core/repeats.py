@@ -236,7 +236,7 @@ def first_copy(
         first_start, first_line = index.line_start_at(header_start - 1), above.number
     lines = tb.last_line - first_line + 1
     end = _end_of_lines(text, newline, first_start, lines) if lines <= MAX_COPY_LINES else -1
-    if end < 0 or end - first_start > MAX_COPY_SIZE:
+    if end < 0 or end - first_start > MAX_COPY_SIZE or not _next_line_alike(text, newline, first_start, end):
         return None
     piece = text[first_start:end]
     block = piece if isinstance(piece, str) else bytes(piece).decode("utf-8", "replace")
@@ -255,6 +255,20 @@ def first_copy(
         tuple(_runs([n - first_line for n in tb.lines])),
         tuple(e.line - first_line for e in tb.chain),
     )
+
+
+def _next_line_alike(text: Text, newline: Text, first_start: int, end: int) -> bool:
+    """Whether the line at `end` reads as the line at `first_start` but for its digits: what a
+    copy starting at `end` needs first (most tracebacks are followed by something else: this
+    is all they cost)."""
+    after = text.find(newline, end)  # type: ignore[arg-type]
+    if after < 0:
+        return False
+    first = text[first_start : text.find(newline, first_start)]  # type: ignore[arg-type]
+    following = text[end:after]
+    if isinstance(first, str) and isinstance(following, str):
+        return collapse_digits(first) == collapse_digits(following)
+    return collapse_digits(bytes(first)) == collapse_digits(bytes(following))  # type: ignore[arg-type]
 
 
 def _stamp_span(prefix: str, timestamp: str | None) -> tuple[int, int]:
