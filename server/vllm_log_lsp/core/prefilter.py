@@ -133,7 +133,8 @@ def candidate_lines_by_group(
         work()
     if found is None:
         found = _split_by_group(index, sets, begin)
-    _number_in_order(index, found)
+    # (A tool's rows read when iterated are numbered: their checkpoints only are remembered.)
+    _number_in_order(index, [rows.checkpoints() if isinstance(rows, ToolRows) else rows for rows in found])
     return found  # type: ignore[return-value]  # (numbered now)
 
 
@@ -194,7 +195,11 @@ def _file_tool_groups(
         return None
     found: list[list[tuple[int, int | None]]] = []
     for group in sets:
-        rows = _parse_rows(outputs.pop(0)) if group else []
+        output = outputs.pop(0) if group else b""
+        if len(output) >= LAZY_ROWS and not index.has_cr and (lazy := ToolRows.of(output, len(index))):
+            found.append(lazy)  # type: ignore[arg-type]  # (numbered, read when iterated)
+            continue
+        rows = _parse_rows(output) if group else []
         if rows:
             rows = _within(rows, len(index))
         if rows and index.has_cr:
@@ -733,6 +738,92 @@ def _tool_scan(
     if index.has_cr:  # (from the start: see `candidate_lines`)
         return _split_at_bare_crs(index, found, literals)  # type: ignore[arg-type,return-value]
     return found
+
+
+#: A tool's output of at least this many bytes is read row by row as its lines are asked for
+#: (`ToolRows`); a smaller one is parsed whole.
+LAZY_ROWS = 1 << 18
+# A line of a tool's output that does not start as a row.
+_NOT_A_ROW = regexes.compile(rb"\n(?![0-9]+:[0-9]+:)")
+
+
+class ToolRows:
+    """A tool's `LINE:BYTEOFFSET:text` rows of one group, (line start, 0-based line number) each,
+    read as they are iterated; `from_offset` starts at a line start, found by bisection in the
+    output. A log whose every line holds a literal (every request's traceback logged) has a row
+    a line, and the scan skips most of them (the copies of a repeated traceback: `repeats`):
+    parsed whole, its rows would cost more than reading the log. The rows of lines that start
+    past `limit` (a file that grew after the text was mapped: see `_within`) are left out."""
+
+    __slots__ = ("_count", "_limit", "_output")
+
+    def __init__(self, output: bytes, limit: int) -> None:
+        self._output = output
+        self._limit = limit
+        self._count = output.count(b"\n")
+
+    @classmethod
+    def of(cls, output: bytes, limit: int) -> ToolRows | None:
+        """The rows of `output`; None when a line of it is not a row (not the tool's output)."""
+        if (
+            not output.endswith(b"\n")
+            or not _ROW.match(output)
+            or _NOT_A_ROW.search(output, 0, len(output) - 1)
+        ):
+            return None
+        return cls(output, limit)
+
+    def __len__(self) -> int:
+        return self._count  # (rows past `limit` included: only whether there are any is asked)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (ToolRows, list)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # (equal to a list of its rows)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return self.from_offset(0)
+
+    def from_offset(self, offset: int) -> Iterator[tuple[int, int]]:
+        """The rows of lines that start at or after `offset`, in order."""
+        output, limit, match, find = self._output, self._limit, _ROW.match, self._output.find
+        pos = self._position(offset)
+        while pos < len(output):
+            row = match(output, pos)
+            assert row is not None  # (every line is a row: `of`)
+            start = int(row[2])
+            if start >= limit:
+                return
+            yield start, int(row[1]) - 1
+            pos = find(b"\n", row.end()) + 1
+
+    def checkpoints(self, every: int = 1 << 13) -> list[tuple[int, int]]:
+        """Rows about `every` bytes of output apart (each line's number, for `LogIndex.remember`)."""
+        output = self._output
+        found: list[tuple[int, int]] = []
+        for at in range(0, len(output), every):
+            row = _ROW.match(output, output.rfind(b"\n", 0, at) + 1)
+            if row is not None and int(row[2]) < self._limit:
+                pair = (int(row[2]), int(row[1]) - 1)
+                if not found or found[-1] != pair:
+                    found.append(pair)
+        return found
+
+    def _position(self, offset: int) -> int:
+        """Where in the output the first row of a line starting at or after `offset` is."""
+        output = self._output
+        lo, hi = 0, len(output)
+        while lo < hi:  # (rows before `lo` start before `offset`, rows from `hi` on not)
+            mid = (lo + hi) // 2
+            row = output.rfind(b"\n", 0, mid) + 1
+            found = _ROW.match(output, row)
+            if found is not None and int(found[2]) < offset:
+                lo = output.find(b"\n", mid) + 1 or len(output)
+            else:
+                hi = row
+        return lo
 
 
 def _parse_rows(output: bytes) -> list[tuple[int, int]] | None:

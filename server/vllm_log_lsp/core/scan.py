@@ -14,7 +14,7 @@ from .catalog import Catalog, Marker
 from .lines import parse_line
 from .linesets import LineMap, LineRuns
 from .model import ExceptionEvent, LogLine, Precursor, Symptom
-from .prefilter import Numbered, candidate_lines_by_group
+from .prefilter import Numbered, ToolRows, candidate_lines_by_group
 from .records import dataclass, field, replace
 from .repeats import SKIP_REPEATS, MarkerLiterals, RepeatRun, first_copy, skip_copies
 from .source import release_pages
@@ -181,9 +181,13 @@ def scan_lines(
     if scan.repeats and scan.repeats[-1].end == begin and begin > 0:
         read.go_on(index, scan.repeats[-1])  # (a run cut where the text is read again)
     released = 0  # (a mapped file's pages the scan has passed are let go: see `release_pages`)
-    for start, number in candidates:
-        if start < read.skip_to:
-            continue  # (a repeated traceback's copy, counted: see `repeats`)
+    rows = iter(candidates)
+    while (row := next(rows, None)) is not None:
+        start, number = row
+        if start < read.skip_to:  # (a repeated traceback's copy, counted: see `repeats`)
+            if isinstance(candidates, ToolRows):
+                rows = candidates.from_offset(read.skip_to)
+            continue
         if start - released > _RELEASE_STEP:
             released = release_pages(index.text, released, start - _KEEP_BEHIND)
         taken = number in taken_now or (number < before and number in consumed)

@@ -1,0 +1,119 @@
+"""A large tool output's rows are read as they are asked for (`prefilter.ToolRows`), and give
+exactly what parsing the whole output gives (`_parse_rows`, cut at the text's length by
+`_within`): from the start, from any offset (a bisection in the output), as checkpoints; an
+output with a line that is not a row is refused; a real rg run over a log whose every line is a
+candidate hands the analysis such rows, with the same answer as the rows parsed whole.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vllm_log_lsp.core import prefilter
+from vllm_log_lsp.core.prefilter import ToolRows, _parse_rows, _within, search_tool
+
+
+def output_of(rows: list[tuple[int, int]], texts: list[bytes]) -> bytes:
+    return b"".join(
+        b"%d:%d:%s\n" % (number + 1, start, text) for (start, number), text in zip(rows, texts, strict=True)
+    )
+
+
+@st.composite
+def tool_outputs(draw) -> tuple[bytes, list[tuple[int, int]]]:
+    gaps = draw(st.lists(st.integers(1, 500), min_size=0, max_size=60))
+    rows, start, number = [], 0, 0
+    for gap in gaps:
+        start += gap
+        number += draw(st.integers(1, 3))
+        rows.append((start, number))
+    texts = [draw(st.sampled_from([b"", b"[Omitted long matching line]", b"x", b"1:2:3"])) for _ in rows]
+    return output_of(rows, texts), rows
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=tool_outputs(), offset=st.integers(-5, 40_000), limit=st.integers(0, 40_000))
+def test_rows_read_lazily_are_the_rows_parsed_whole(data, offset: int, limit: int) -> None:
+    output, rows = data
+    assert _parse_rows(output) == rows
+    lazy = ToolRows.of(output, limit) if output else None
+    if not output:
+        return
+    assert lazy is not None
+    whole = _within(rows, limit)
+    assert list(lazy) == whole
+    assert lazy == whole
+    assert list(lazy.from_offset(offset)) == [row for row in whole if row[0] >= offset]
+    checkpoints = lazy.checkpoints(every=64)
+    assert checkpoints == sorted(set(checkpoints))
+    assert set(checkpoints) <= set(whole)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [b"1:0:a\nnot a row\n2:9:b\n", b"x1:0:a\n", b"1:0:a\n2:9:b", b"1:0:a\n\n2:9:b\n"],
+)
+def test_an_output_with_a_line_that_is_not_a_row_is_refused(output: bytes) -> None:
+    assert ToolRows.of(output, 1 << 30) is None
+
+
+@pytest.mark.skipif(search_tool(("rg",)) is None, reason="ripgrep is not installed")
+def test_a_log_of_candidates_is_searched_into_rows_read_lazily(tmp_path, monkeypatch) -> None:
+    from vllm_log_lsp.core.analyze import Analyzer
+    from vllm_log_lsp.core.source import open_log
+    from vllm_log_lsp.core.text import LogIndex
+
+    rng = random.Random(4)
+    lines = [
+        f"ERROR 10-03 21:00:{i % 60:02d} [x.py:1] Error number {rng.randint(0, 10**6)}" for i in range(90_000)
+    ]
+    path = tmp_path / "errors.log"
+    path.write_text("\n".join(lines) + "\n")
+    made: list[ToolRows] = []
+    original = ToolRows.of
+
+    def recording(output: bytes, limit: int) -> ToolRows | None:
+        rows = original(output, limit)
+        made.extend([rows] if rows is not None else [])
+        return rows
+
+    monkeypatch.setattr(prefilter.ToolRows, "of", staticmethod(recording))
+    source = open_log(str(path))
+    lazy = Analyzer().analyze(source.data, path=source.plain_path)
+    assert made and len(made[0]) == len(lines)
+    monkeypatch.setattr(prefilter, "LAZY_ROWS", 1 << 62)
+    whole = Analyzer().analyze(source.data, path=source.plain_path)
+    assert lazy == whole
+    assert LogIndex(source.data, source.plain_path).line_of(source.data.rfind(b"Error")) == len(lines) - 1
+
+
+@pytest.mark.skipif(search_tool(("rg",)) is None, reason="ripgrep is not installed")
+def test_rg_reads_a_large_log_without_holding_it(tmp_path) -> None:
+    """rg reads the file in blocks, not mapped (a mapped file's pages read stay in its memory,
+    the whole file by its end): its peak memory stays far below the file's size."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "big.log"
+    line = b"INFO 10-03 21:00:00 [x.py:1] " + b"y" * 90 + b"\n"
+    with open(path, "wb") as handle:
+        for _ in range(48):
+            handle.write(line * ((1 << 20) // len(line)) + b"ERROR 10-03 21:00:00 [x.py:1] Error\n")
+    size_kb = path.stat().st_size // 1024
+    code = (
+        "import resource, sys\n"
+        "from vllm_log_lsp.core import prefilter\n"
+        "from vllm_log_lsp.core.source import open_log\n"
+        "from vllm_log_lsp.core.text import LogIndex\n"
+        "source = open_log(sys.argv[1])\n"
+        "found = prefilter.candidate_lines_by_group(LogIndex(source.data, source.plain_path), [['Error']])\n"
+        "assert len(found[0]) == 48, found\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, check=True, text=True)
+    assert size_kb > 40_000
+    assert int(out.stdout) < size_kb // 2  # (mapped: more than the whole file; read: about 15 MB)
