@@ -48,7 +48,6 @@ MAX_COPY_LINES = 1000
 #: Whether runs are skipped at all (off: the reference the tests compare with).
 SKIP_REPEATS = True
 _MASK_STR = str.maketrans("123456789", "000000000")
-_DIGIT = regexes.compile(r"[0-9]")
 # How far the comparison goes past the pages it released last before it releases again, and what
 # it keeps mapped behind its position (the scan reads lines above the next header).
 _RELEASE_STEP = 1 << 23
@@ -131,8 +130,8 @@ class CopyTemplate:
         return re.compile(pattern.encode("utf-8")) if self.as_bytes else re.compile(pattern)
 
 
-_DIGIT_RUNS = re.compile(r"([0-9]+)")  # (split, the runs kept)
-_DIGIT_RUNS_ONLY = re.compile(r"[0-9]+")
+_DIGIT_RUNS = regexes.compile(r"([0-9]+)")  # (split, the runs kept)
+_DIGIT_RUNS_ONLY = regexes.compile(r"[0-9]+")
 
 
 def _mask(piece: str) -> str:
@@ -209,7 +208,7 @@ class MarkerLiterals:
     def __init__(self, literals: Iterable[str]) -> None:
         ordered = sorted(set(literals), key=len, reverse=True)
         self.pattern = re.compile("|".join(re.escape(literal) for literal in ordered)) if ordered else None
-        self.digits = tuple(collapse_digits(lit) for lit in ordered if _DIGIT.search(lit))
+        self.digits = tuple(collapse_digits(lit) for lit in ordered if _DIGIT_RUNS_ONLY.search(lit))
 
     def held_by(self, block: str) -> bool:
         """Whether `block`, or a copy of it with other digits, might hold one of the literals."""
