@@ -243,3 +243,28 @@ def test_the_benchmark_log_of_request_errors_is_one_run(tmp_path) -> None:
     scan = assert_alike(path.read_bytes())
     assert sum(run.skipped for run in scan.repeats) == info.tracebacks - 2
     assert len(scan_lines(LogIndex(path.read_bytes()), CATALOG).tracebacks) < 10
+
+
+@SOME
+@given(
+    lines=st.lists(st.text(alphabet="ab\r", max_size=3000), max_size=12),
+    start=st.integers(0, 40),
+    count=st.integers(0, 14),
+    as_bytes=st.booleans(),
+)
+def test_the_end_of_lines_is_where_finding_each_break_ends(lines, start, count, as_bytes) -> None:
+    """`_end_of_lines` splits blocks of text in C: where a `find` per line would end, blocks of
+    any size (lines longer than the first block too), texts ending without a break."""
+    text = "\n".join(lines)
+    start = min(start, len(text))
+    expected = start
+    for _ in range(count):
+        found = text.find("\n", expected)
+        expected = found + 1 if found >= 0 else -1
+        if expected < 0:
+            break
+    data = text.encode() if as_bytes else text
+    newline = b"\n" if as_bytes else "\n"
+    at = len(text[:start].encode()) if as_bytes else start
+    got = repeats._end_of_lines(data, newline, at, count)
+    assert got == (len(text[:expected].encode()) if as_bytes and expected >= 0 else expected)

@@ -140,14 +140,22 @@ def _mask(piece: str) -> str:
 
 def _end_of_lines(text: Text, newline: Text, start: int, count: int) -> int:
     """The offset after the `newline` ending the `count`-th line from `start` (-1: the text
-    ends first)."""
-    end = start
-    for _ in range(count):
-        found = text.find(newline, end)  # type: ignore[arg-type]
-        if found < 0:
+    ends first). A block of text at a time is split in C (a traceback has dozens of lines)."""
+    if count <= 0:
+        return start
+    size = _FIRST_BLOCK
+    while True:
+        block = text[start : start + size]
+        parts = block.split(newline, count)  # type: ignore[arg-type]
+        if len(parts) > count:
+            return start + len(newline.join(parts[:count])) + 1  # type: ignore[arg-type, union-attr]
+        if start + size >= len(text):
             return -1
-        end = found + 1
-    return end
+        size *= 4
+
+
+# The text `_end_of_lines` splits at first (grown while it holds too few lines).
+_FIRST_BLOCK = 1 << 12
 
 
 @dataclass(eq=False, slots=True)
