@@ -1,11 +1,13 @@
 """The language server on a big log, measured with a real LSP client over stdio, against a null
 pygls server (benchmarks/null_server.py) run alongside.
 
-    python benchmarks/lsp_latency.py [--mb 50] [--runs 3] [--debounce-ms 0] [--shape real] [--bundled]
+    python benchmarks/lsp_latency.py [--mb 50] [--runs 3] [--debounce-ms 0] [--shape real|all-error]
+                                     [--bundled]
 
 The log is make_log.py's serving log (recovered per-request tracebacks, a TP=2 death at the
-end), or with `--shape real` its real healthy logs one after another (bare-`\r` progress bars,
-colour codes; no death: the answer is no root cause, and there is none to hover). The server is
+end), with `--shape all-error` its log of every line an ERROR traceback line (the same death at
+the end), or with `--shape real` its real healthy logs one after another (bare-`\r` progress
+bars, colour codes; no death: the answer is no root cause, and there is none to hover). The server is
 started as a Neovim 0.11 client would (UTF-8 positions, only `\n` ends a line: Neovim syncs
 documents of any size, VS Code stops at 50 MB); with `--bundled`, as the VS Code extension's
 bundled server runs (no `regex`, no `ahocorasick-rs`). Figures, median [min–max] over the runs:
@@ -232,7 +234,7 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=50)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--debounce-ms", type=int, default=0)
-    parser.add_argument("--shape", choices=("serving", "real"), default="serving")
+    parser.add_argument("--shape", choices=("serving", "all-error", "real"), default="serving")
     parser.add_argument("--bundled", action="store_true", help="measure the bundled server (pure Python)")
     args = parser.parse_args()
     bytecode_as_installed()
@@ -241,9 +243,7 @@ def main() -> None:
         info = make_log(path, args.mb, args.shape)
         # (as an editor holds it: undecodable bytes replaced)
         text = path.read_bytes().decode("utf-8", "replace")
-        expected = (
-            [line for line, _ in expected_crash(check_command(), info)] if args.shape == "serving" else []
-        )
+        expected = [line for line, _ in expected_crash(check_command(), info)] if args.shape != "real" else []
         megabytes = info.megabytes
     figures = asyncio.run(measure(text, len(text.encode()) / 1048576, expected, args))
     print(

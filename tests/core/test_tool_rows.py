@@ -117,3 +117,36 @@ def test_rg_reads_a_large_log_without_holding_it(tmp_path) -> None:
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, check=True, text=True)
     assert size_kb > 40_000
     assert int(out.stdout) < size_kb // 2  # (mapped: more than the whole file; read: about 15 MB)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from(["a", "bb", "\n", "\r\n", "\r", "é", "x" * 50]), max_size=80),
+    picks=st.lists(st.integers(0, 10_000), max_size=30),
+    sweep=st.sampled_from([1, 8, 1 << 16]),
+    as_bytes=st.booleans(),
+)
+def test_rows_numbered_by_counting_from_the_last_are_numbered_as_looked_up(
+    pieces, picks, sweep: int, as_bytes: bool
+) -> None:
+    """The pre-filter numbers an unnumbered row by counting the breaks since the row before it
+    (when near: `_SWEEP`) instead of looking each up: the same numbers (`\\r\\n`, bare `\\r`,
+    rows of two groups, rows already numbered among them)."""
+    from vllm_log_lsp.core.text import LogIndex
+
+    text = "".join(pieces)
+    data = text.encode() if as_bytes else text
+    reference = LogIndex(data)
+    starts = sorted({reference.line_start(p % (reference.line_count or 1)) for p in picks})
+    expected = [reference.line_of(start) for start in starts]
+    index = LogIndex(data)
+    one = [(start, None) for start in starts[::2]]
+    two = [
+        (start, number if at % 3 == 0 else None)
+        for at, (start, number) in enumerate(zip(starts, expected, strict=True))
+    ]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(prefilter, "_SWEEP", sweep)
+        prefilter._number_in_order(index, [one, two])
+    assert dict(one) == {start: n for start, n in zip(starts, expected, strict=True) if start in dict(one)}
+    assert [number for _, number in two] == expected

@@ -148,16 +148,21 @@ def _number_in_order(index: LogIndex, found: list[list[tuple[int, int | None]]])
     starts, numbers = array("q"), array("q")
     last, unnumbered = -1, False
     released = 0  # (counting reads a mapped file's pages: let go those it has passed)
+    known_start, known = -1, -1  # the last line numbered (counted from, when near)
     for start, number in ordered:
         if start == last:  # (the same line, found by another group)
             unnumbered = unnumbered or number is None
             continue
         if number is None:
-            number, unnumbered = index.line_of(start), True
+            # The breaks since the last line numbered, counted in C (a log of candidates has
+            # one in a few lines: a lookup each would cost a bisection and a Python step more).
+            near = known_start >= 0 and start - known_start <= _SWEEP
+            number = known + index._breaks(known_start, start) if near else index.line_of(start)
+            unnumbered = True
             if start - released >= _RELEASE_STEP:
                 released = release_pages(index.text, released, start)
-        else:
-            index.remember(start, number)
+        index.remember(start, number)
+        known_start, known = start, number
         starts.append(start)
         numbers.append(number)
         last = start
@@ -170,6 +175,8 @@ def _number_in_order(index: LogIndex, found: list[list[tuple[int, int | None]]])
                 lines[at] = (start, numbers[bisect.bisect_left(starts, start)])
 
 
+#: Lines at most this far after the last line numbered are numbered by counting from it.
+_SWEEP = 1 << 16
 #: How far the numbering sweep goes past the pages it released last before it releases again.
 _RELEASE_STEP = 1 << 22
 
