@@ -2,14 +2,17 @@
 
 Skipping copies must never change an answer, so each test compares with the scan that reads
 every copy (`repeats.SKIP_REPEATS` off):
-- the findings, folds, runs and health of a whole analysis are equal, and the scan's events are
-  the reference's but those of the skipped copies, with the same lines consumed: on generated
+- the findings (but the candidates they name: a skipped copy is none), folds, runs and health of
+  a whole analysis are equal, and the scan's events are the reference's but those of the
+  skipped copies, with the same lines consumed: on real tracebacks of the corpus repeated where
+  they stand (their messages' numbers drawn anew), on generated
   runs of logged and raw tracebacks (with and without the writer's line above the header,
   chained ones, numbers of other widths in every copy), followed by a death, by nothing, by a
   copy of another pid, of another logger source, with a marker, with a line more; as text and
   as bytes;
 - a copy that differs in anything but its digits (another writer, a marker literal, a line
-  more, a colour code) ends the run there: the copies after it are read;
+  more, a colour code) ends the run there: the copies after it are read; a traceback a process
+  died of is never skipped;
 - a log that grows (the editor's appends, cut anywhere, inside a copy too) gives what a fresh
   analysis gives, and keeps one run;
 - the runs do happen where they should (the comparisons above are not of two full readings).
@@ -18,6 +21,7 @@ every copy (`repeats.SKIP_REPEATS` off):
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -27,8 +31,8 @@ from hypothesis import strategies as st
 from vllm_log_lsp.core import repeats
 from vllm_log_lsp.core.analyze import Analyzer
 from vllm_log_lsp.core.catalog import builtin_catalog
-from vllm_log_lsp.core.model import Analysis
-from vllm_log_lsp.core.records import fields
+from vllm_log_lsp.core.model import Analysis, Finding
+from vllm_log_lsp.core.records import fields, replace
 from vllm_log_lsp.core.repeats import collapse_digits
 from vllm_log_lsp.core.scan import Scan, scan_lines
 from vllm_log_lsp.core.text import LogIndex
@@ -123,11 +127,28 @@ def skipped_lines(scan: Scan) -> set[int]:
     }
 
 
+def without_copies(finding: Finding) -> Finding:
+    """A finding but for what names other candidates: a skipped copy is none, so the candidates
+    a finding says it considered, and the other copies of its root cause, leave them out."""
+    return replace(finding, considered=(), related_lines=())
+
+
 def assert_alike(text: str | bytes) -> Scan:
     fast, fast_scan, slow, slow_scan = analyses(text)
-    differing = [f.name for f in fields(Analysis) if getattr(fast, f.name) != getattr(slow, f.name)]
+    differing = [
+        f.name
+        for f in fields(Analysis)
+        if f.name != "findings" and getattr(fast, f.name) != getattr(slow, f.name)
+    ]
     assert not differing, differing
+    assert [without_copies(f) for f in fast.findings] == [without_copies(f) for f in slow.findings]
     skipped = skipped_lines(fast_scan)
+    for quick, full in zip(fast.findings, slow.findings, strict=True):
+        assert set(quick.related_lines) <= set(full.related_lines)
+        reasons = {c.line: c.why_not for c in full.considered}
+        for considered in quick.considered:
+            assert considered.line not in skipped
+            assert reasons.get(considered.line, considered.why_not) == considered.why_not
     kept = [(c.event, c.tier) for c in slow_scan.events if c.event.line not in skipped]
     assert [(c.event, c.tier) for c in fast_scan.events] == kept
     assert set(fast_scan.consumed) == set(slow_scan.consumed)
@@ -268,3 +289,77 @@ def test_the_end_of_lines_is_where_finding_each_break_ends(lines, start, count, 
     at = len(text[:start].encode()) if as_bytes else start
     got = repeats._end_of_lines(data, newline, at, count)
     assert got == (len(text[:expected].encode()) if as_bytes and expected >= 0 else expected)
+
+
+# -- real tracebacks, repeated where they stand -----------------------------------------------------
+
+
+def _corpus_logs() -> list[Path]:
+    from support import CRASH, CRASH2, CRASH3, HEALTHY, crash_labels
+
+    folders = (CRASH, CRASH2, CRASH3)
+    return [f / label["file"] for f in folders for label in crash_labels(f)] + sorted(HEALTHY.glob("*.log"))
+
+
+def _message_part(line: str) -> int:
+    """Where a line's message starts, about (after a logger header, else after 60 characters):
+    the digits after it are a request's own; those before, the writer's and its time."""
+    at = line.find("] ", 0, 120)
+    return at + 2 if at >= 0 else min(len(line), 60)
+
+
+def repeated_in_place(text: str, rng: random.Random) -> str | None:
+    """`text` with one of its tracebacks (and the line above it, sometimes) printed again 2-6
+    times right after it, the numbers in the copies' messages drawn anew (their widths too)."""
+    folds = Analyzer(CATALOG).analyze(text).folds
+    if not folds:
+        return None
+    lines = text.split("\n")
+    first, last = rng.choice(folds)
+    block = lines[max(0, first - rng.choice([0, 0, 1])) : last + 1]
+
+    def renumbered(line: str) -> str:
+        if rng.random() < 0.5:
+            return line
+        at = _message_part(line)
+        return line[:at] + re.sub(
+            r"[0-9]+", lambda _: str(rng.randint(0, 10 ** rng.randint(1, 4))), line[at:]
+        )
+
+    copies = [renumbered(line) for _ in range(rng.randint(2, 6)) for line in block]
+    return "\n".join(lines[: last + 1] + copies + lines[last + 1 :])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_corpus_tracebacks_repeated_in_place_answer_as_every_copy_read(seed: int) -> None:
+    """Every labelled and healthy corpus log, one of its real tracebacks repeated where it stands
+    (before a death, inside a restart, in a healthy run): the same analysis whether the copies
+    are skipped or read; and copies were skipped in some of them (the test compares something)."""
+    skipped = 0
+    for path in _corpus_logs():
+        text = repeated_in_place(read_log_text(path), random.Random(f"{seed}:{path.name}"))
+        if text is not None:
+            skipped += sum(run.skipped for run in assert_alike(text).repeats)
+    assert skipped > 0
+
+
+def read_log_text(path: Path) -> str:
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
+def test_tracebacks_a_process_died_of_are_never_skipped() -> None:
+    """A raw traceback from an entry-point frame is a process's death (an incident's symptom of
+    its own): copies of it are each read, never counted."""
+    rows = [
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.12/runpy.py", line {n}, in _run_module_as_main',
+        '  File "/app/serve.py", line {n}, in <module>',
+        "    main()",
+        "RuntimeError: worker {n} lost its device",
+    ]
+    text = "".join(
+        "\n".join(f"(EngineCore pid=7) {row}".format(n=10 + i) for row in rows) + "\n" for i in range(5)
+    )
+    scan = assert_alike(text)
+    assert not any(run.skipped for run in scan.repeats)
+    assert len(scan.tracebacks) == 5

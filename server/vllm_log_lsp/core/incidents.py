@@ -19,7 +19,7 @@ from .model import Confidence, Considered, ExceptionEvent, LogLine, Precursor, S
 from .records import dataclass, field, replace
 from .scan import FATAL_LEVELS, MAX_LINE, Candidate, Scan
 from .text import LogIndex
-from .tracebacks import Traceback
+from .tracebacks import Traceback, is_uncaught
 
 # After the last symptom, how far to look for a cause printed late (core dumps, stderr order).
 LATE_WINDOW = 400
@@ -27,9 +27,6 @@ LATE_WINDOW = 400
 
 # A prefix-less symptom this close after a prefixed death belongs to it.
 _ATTACH_DISTANCE = 50
-
-
-_ENTRY_FUNCTIONS = ("_run_module_as_main", "<module>", "module", "_bootstrap", "main")
 
 
 @dataclass
@@ -285,14 +282,9 @@ def _uncaught_tracebacks(scan: Scan) -> list[tuple[Symptom, Marker, LogLine]]:
     """Raw tracebacks printed by Python as a process died (no logger header, entry-point frame)."""
     found = []
     for tb in scan.tracebacks:
-        if tb.logged or not tb.chain or tb.preamble.startswith("Exception ignored"):
-            continue
-        first_frames = tb.chain[0].frames
-        if not first_frames or (first_frames[0].function or "") not in _ENTRY_FUNCTIONS:
+        if not is_uncaught(tb):
             continue
         last = tb.chain[-1]
-        if last.type_name in ("SystemExit",) and last.message.strip() in ("", "0"):
-            continue
         line = scan.lines.get(tb.header_line) or LogLine(last.line, "", "", 0, stream=tb.stream)
         symptom = Symptom(
             last.line, last.span, "uncaught-exception", "The process died of an uncaught exception", last.text

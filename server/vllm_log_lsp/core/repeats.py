@@ -19,6 +19,13 @@ decisions read the lines' shapes (`File "…", line N`, `Type: message`, indenta
 writer), never the value or the length of a number in a message or a timestamp. Its frames'
 line numbers and its message's numbers are its own: the analysis does not keep them; it keeps
 the run (`RepeatRun`), from which each copy's lines (its fold, the lines it consumed) follow.
+
+What a skipped copy is not: a candidate root cause. The deaths, their root causes, phases and
+fixes are those of reading every copy (the first and the last copy are candidates, and a run
+holds no marker line, so no death and no window bound falls between them); what names other
+candidates (the "also considered" list, the other copies of a root cause) leaves the skipped
+ones out. A traceback Python printed as its process died (`tracebacks.is_uncaught`) is a death
+of its own: its copies are always read.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from .model import LogLine
 from .records import dataclass
 from .source import release_pages
 from .text import MASK_DIGITS, LogIndex, Text
-from .tracebacks import Traceback
+from .tracebacks import Traceback, is_uncaught
 
 # `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
 TYPE_CHECKING = False
@@ -231,8 +238,8 @@ def first_copy(
 ) -> RepeatRun | None:
     """The run (no copy skipped yet) that copies of the traceback just read would make, when
     they could be skipped; None otherwise."""
-    if tb.open or not tb.lines or tb.last_line <= tb.header_line:
-        return None
+    if tb.open or not tb.lines or tb.last_line <= tb.header_line or is_uncaught(tb):
+        return None  # (a process's death is never one of many copies: each is read)
     prefix = writer_prefix(header)
     if prefix is None:
         return None

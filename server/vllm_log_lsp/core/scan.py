@@ -10,13 +10,14 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator, Mapping
 
+from . import repeats
 from .catalog import Catalog, Marker
 from .lines import parse_line
 from .linesets import LineMap, LineRuns
 from .model import ExceptionEvent, LogLine, Precursor, Symptom
 from .prefilter import Numbered, ToolRows, candidate_lines_by_group
 from .records import dataclass, field, replace
-from .repeats import SKIP_REPEATS, MarkerLiterals, RepeatRun, first_copy, skip_copies
+from .repeats import MarkerLiterals, RepeatRun, first_copy, skip_copies
 from .source import release_pages
 from .text import LogIndex
 from .tracebacks import TRACEBACK_HEADER, BodyMemo, Traceback, read_traceback, standalone_exception
@@ -236,7 +237,7 @@ class _ReadLines:
 
     def repeated(self, index: LogIndex, tb: Traceback, header: LogLine, header_start: int) -> None:
         """Skip the copies of `tb` (just read) that follow it back to back, but the last."""
-        if not SKIP_REPEATS:
+        if not repeats.SKIP_REPEATS:  # (read here: the tests turn it off)
             return
         run = first_copy(index, tb, header, header_start, self.literals)
         if run is not None and self._skip(index, run):

@@ -114,6 +114,22 @@ class Traceback:
         return self.lines[-1] if self.lines else self.header_line
 
 
+# Where a process's own code starts: a raw traceback whose first frame is one of these ended it.
+_ENTRY_FUNCTIONS = ("_run_module_as_main", "<module>", "module", "_bootstrap", "main")
+
+
+def is_uncaught(tb: Traceback) -> bool:
+    """Whether Python printed `tb` as its process died (raw, no logger header, from an
+    entry-point frame, not a clean `SystemExit`): each such traceback is a death of its own."""
+    if tb.logged or not tb.chain or tb.preamble.startswith("Exception ignored"):
+        return False
+    first_frames = tb.chain[0].frames
+    if not first_frames or (first_frames[0].function or "") not in _ENTRY_FUNCTIONS:
+        return False
+    last = tb.chain[-1]
+    return not (last.type_name == "SystemExit" and last.message.strip() in ("", "0"))
+
+
 def clean_message(message: str) -> str:
     """Drop Ray's dedup suffix and trailing white space from a message."""
     if _RAY_DEDUP_LITERAL not in message:
