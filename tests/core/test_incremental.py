@@ -175,3 +175,24 @@ def test_the_format_of_a_grown_log_is_what_its_head_says() -> None:
     twin = json_twin(plain).text
     grow(twin, [len(twin) // 3, len(twin) // 2], told=True)
     assert fresh(twin).source_map is not None
+
+
+def test_a_prefix_learned_from_a_short_text_is_learned_again_as_it_grows() -> None:
+    """The log's own outer prefix is learned from its first lines; an analysis of a text with
+    fewer lines than those learns from what there is. When the text grows, the prefix is learned
+    again, and a different one reads the text anew (the grown analysis equals a fresh one). A
+    prefix is learned only from enough lines: here the first lines have none, the rest torch's
+    `[rank0]:` (as a crashed offline run prints its traceback)."""
+    plain = [f"INFO 10-03 21:00:0{n} [llm_engine.py:1] starting {n}" for n in range(2)]
+    frames = [
+        "[rank0]: Traceback (most recent call last):",
+        '[rank0]:   File "/app/run.py", line 13, in <module>',
+        "[rank0]:     llm = LLM(model='m')",
+        '[rank0]:   File "/x/vllm/entrypoints/llm.py", line 22, in __init__',
+        "[rank0]:     raise RuntimeError('setup failed!')",
+        "[rank0]: RuntimeError: setup failed!",
+    ]
+    text = "\n".join(plain + frames * 6) + "\n"
+    cut = len("\n".join(plain + frames)) + 1  # (too few prefixed lines to learn from)
+    grow(text, [cut], told=True)
+    assert fresh(text).findings

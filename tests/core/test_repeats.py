@@ -363,3 +363,23 @@ def test_tracebacks_a_process_died_of_are_never_skipped() -> None:
     scan = assert_alike(text)
     assert not any(run.skipped for run in scan.repeats)
     assert len(scan.tracebacks) == 5
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_corpus_tracebacks_repeated_in_place_grow_as_fresh_analyses(seed: int) -> None:
+    """The same texts, read as an editor tailing them reads them (cut anywhere, each piece an
+    append to the one before): every grown analysis equals a fresh one."""
+    grown_runs = 0
+    for path in _corpus_logs():
+        rng = random.Random(f"grow{seed}:{path.name}")
+        text = repeated_in_place(read_log_text(path), rng)
+        if text is None:
+            continue
+        analyzer, previous = Analyzer(CATALOG), None
+        for cut in [*sorted(rng.randrange(len(text)) for _ in range(3)), len(text)]:
+            piece = text[:cut]
+            grown = analyzer.analyze(piece, line_table=True, grown_from=previous)
+            assert grown == Analyzer(CATALOG).analyze(piece, line_table=True), (path.name, cut)
+            previous = piece
+        grown_runs += any(run.skipped for run in analyzer._scan.repeats)  # type: ignore[union-attr]
+    assert grown_runs > 0

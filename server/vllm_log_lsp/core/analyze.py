@@ -76,6 +76,7 @@ class Analyzer:
         self._stats: StatsScan | None = None
         self.reused_offset = 0  # how much of the text the last call did not scan again
         self._prefix: re.Pattern[str] | None = None  # the log's own outer prefix (learned)
+        self._learned_whole = False  # ... from all the lines it learns from (a text long enough)
         # The last scan's candidates and each with its wrappers recognised, kept for those a
         # re-scan reuses (recognising them is the costly part of grouping a long log's deaths).
         self._unwrapped: tuple[tuple[Candidate, ...], list[Candidate]] = ((), [])
@@ -180,8 +181,14 @@ class Analyzer:
 
     def _analyze_plain(self, text: Text, warnings: tuple[str, ...], index: LogIndex, grown: bool) -> Analysis:
         scan, start = self._reusable_scan(text, index, grown)
+        if start and not self._learned_whole:
+            # The prefix was learned from a text shorter than the lines it learns from: learned
+            # again from the grown text, another prefix reads every line anew.
+            prefix, self._learned_whole = _learn_prefix(index)
+            if _pattern_text(prefix) != _pattern_text(self._prefix):
+                scan, start = None, 0
         if start == 0:
-            self._prefix = learn_outer_prefix(raw for _, raw in index.iter_lines_from(0, 0, _LEARN_LINES))
+            self._prefix, self._learned_whole = _learn_prefix(index)
         with learned_prefix(self._prefix):
             self.reused_offset = start
             kept = self._stats.before(index.line_of(start)) if self._stats is not None and start else None
@@ -246,6 +253,17 @@ class Analyzer:
             stable = index.line_start_at(stable - 1)
         stable = resume_point(index, scan.repeats, stable)
         return truncate_scan(scan, index.line_of(stable)), stable
+
+
+def _learn_prefix(index: LogIndex) -> tuple[re.Pattern[str] | None, bool]:
+    """The log's own outer prefix (`learn_outer_prefix` of its first `_LEARN_LINES` lines), and
+    whether the text held more lines than those (a text that grows cannot change them then)."""
+    lines = [raw for _, raw in index.iter_lines_from(0, 0, _LEARN_LINES + 1)]
+    return learn_outer_prefix(lines[:_LEARN_LINES]), len(lines) > _LEARN_LINES
+
+
+def _pattern_text(pattern: re.Pattern[str] | None) -> str | None:
+    return pattern.pattern if pattern is not None else None
 
 
 def _analysis(
