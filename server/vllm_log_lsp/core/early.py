@@ -57,19 +57,8 @@ def rg_command(binary: str, literals: Sequence[str], path: str | None) -> list[s
     # No config file, no BOM sniffing or transcoding, binary data searched as text; the file read
     # in blocks, not mapped: mapped, each page read stays in rg's memory (the whole file, by its
     # end), read, rg holds a buffer (100 MB: 8 MB peak instead of 105, as fast).
-    command = [
-        binary,
-        "--no-config",
-        "--no-heading",
-        "--no-mmap",
-        "--encoding",
-        "none",
-        "-a",
-        "-n",
-        "-b",
-        "-F",
-    ]
-    command += ["-M", "1"]
+    command = [binary, "--no-config", "--no-heading", "--no-mmap", "--encoding", "none"]
+    command += ["-a", "-n", "-b", "-F", "-M", "1"]
     for literal in literals:
         command += ["-e", literal]
     return [*command, "--", path if path is not None else "-"]

@@ -41,6 +41,10 @@ class LineRuns:
         if start is not None:
             self._add_run(start, end)  # type: ignore[arg-type]
 
+    def runs(self) -> tuple[tuple[int, int], ...]:
+        """The runs held, [start, end) each, ascending."""
+        return tuple(zip(self._starts, self._ends, strict=True))
+
     def add_periodic(self, first: int, period: int, count: int, runs: tuple[tuple[int, int], ...]) -> None:
         """Add `runs` ([a, b) from `first`) and their `count - 1` copies `period` apart after
         them: the lines of copies of one traceback (see `repeats`)."""

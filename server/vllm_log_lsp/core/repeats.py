@@ -31,12 +31,14 @@ of its own: its copies are always read.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from array import array
 from collections.abc import Iterable, Iterator
 
 from . import regexes
 from .lines import writer_prefix
+from .linesets import LineRuns
 from .model import LogLine
 from .records import dataclass
 from .source import release_pages
@@ -74,75 +76,30 @@ def collapse_digits(piece: AnyStr) -> AnyStr:
     return masked_bytes
 
 
-@dataclass(eq=False, slots=True)
-class CopyTemplate:
-    """The first copy of a possible run, as the comparison of each later copy needs it.
-
-    A copy is as many lines, the first starting with the first copy's writer prefix with its
-    own timestamp (digits of the same widths) and every other line with that same prefix, whose
-    text is the first copy's once each run of digits is written as one `0`. The first copy
-    after a read traceback is compared by hand (`_looks_alike`); once one matched, the rest of
-    a run are matched by one pattern made from the first (`_pattern`), which finds each copy's
-    end too: the same test, one pass of the regular-expression engine each.
-    """
-
-    size: int  # the copy's length in the text's units (bytes of a file, characters of a str)
-    lines: int  # its lines
-    text: str  # its text (decoded)
-    prefix: str  # the writer's prefix each of its lines starts with ...
-    stamp: tuple[int, int]  # ... and the span of the timestamp in it ((0, 0): none)
-    as_bytes: bool  # whether the text compared is a file's bytes
-    pattern: re.Pattern[str] | re.Pattern[bytes] | None = None  # (made when a copy is found)
-
-    def copy_end(self, text: Text, at: int) -> int:
-        """The offset after the copy starting at `at`, or -1 when none does."""
-        if self.pattern is None:
-            end = self._looks_alike(text, at)
-            if end >= 0:
-                self.pattern = self._pattern()
-            return end
-        found = self.pattern.match(text, at)  # type: ignore[arg-type]
-        return found.end() if found else -1
-
-    def _looks_alike(self, text: Text, at: int) -> int:
-        newline = b"\n" if self.as_bytes else "\n"
-        end = _end_of_lines(text, newline, at, self.lines)
-        if end < 0:
-            return -1
-        piece = text[at:end]
-        copy = piece if isinstance(piece, str) else bytes(piece).decode("utf-8", "replace")
-        head, prefix = copy[: len(self.prefix)], self.prefix
-        a, b = self.stamp
-        if head[:a] != prefix[:a] or head[b:] != prefix[b:] or _mask(head[a:b]) != _mask(prefix[a:b]):
-            return -1  # (another writer: only the time may differ)
-        if copy.count("\n" + head) != self.lines - 1 or "\ufffd" in copy:
-            return -1  # (each line starts with the first line's prefix)
-        return end if collapse_digits(copy) == collapse_digits(self.text) else -1
-
-    def _pattern(self) -> re.Pattern[str] | re.Pattern[bytes]:
-        """The pattern of a copy (see the class): `_looks_alike` as one match."""
-        prefix, (a, b) = self.prefix, self.stamp
-        head, tail = re.escape(prefix[:a]), re.escape(prefix[b:])
-        stamp = "".join(
-            f"[0-9]{{{len(part)}}}" if _DIGIT_RUNS_ONLY.fullmatch(part) else re.escape(part)
-            for part in _DIGIT_RUNS.split(prefix[a:b])
-            if part
-        )
-        rows = []
-        for number, row in enumerate(self.text.split("\n")[:-1]):
-            own = f"(?P<t>{stamp})" if number == 0 else "(?P=t)"
-            rest = "[0-9]+".join(re.escape(part) for part in _DIGIT_RUNS_ONLY.split(row[len(prefix) :]))
-            rows.append((head + own + tail if b > a else re.escape(prefix)) + rest + "\n")
-        pattern = "".join(rows)
-        return re.compile(pattern.encode("utf-8")) if self.as_bytes else re.compile(pattern)
-
-
 _DIGIT_RUNS = regexes.compile(r"([0-9]+)")  # (split, the runs kept)
 _DIGIT_RUNS_ONLY = regexes.compile(r"[0-9]+")
 
 
-def _mask(piece: str) -> str:
-    return piece.translate(_MASK_STR)
+def copy_pattern(block: str, prefix: str, stamp: tuple[int, int], as_bytes: bool) -> re.Pattern:
+    """The pattern a copy of `block` (the first copy's lines, each starting with `prefix`, its
+    timestamp at `stamp` in it; (0, 0): none) matches, from its start to its end (`match`):
+    as many lines, the first starting with `prefix` but for its timestamp (the same widths of
+    digits), every other with that same prefix, the rest of each line the block's once each run
+    of digits may be any other run of digits."""
+    a, b = stamp
+    head, tail = re.escape(prefix[:a]), re.escape(prefix[b:])
+    own_time = "".join(
+        f"[0-9]{{{len(part)}}}" if _DIGIT_RUNS_ONLY.fullmatch(part) else re.escape(part)
+        for part in _DIGIT_RUNS.split(prefix[a:b])
+        if part
+    )
+    rows = []
+    for number, row in enumerate(block.split("\n")[:-1]):
+        time = f"(?P<t>{own_time})" if number == 0 else "(?P=t)"
+        rest = "[0-9]+".join(re.escape(part) for part in _DIGIT_RUNS_ONLY.split(row[len(prefix) :]))
+        rows.append((head + time + tail if b > a else re.escape(prefix)) + rest + "\n")
+    pattern = "".join(rows)
+    return re.compile(pattern.encode("utf-8")) if as_bytes else re.compile(pattern)
 
 
 def _end_of_lines(text: Text, newline: Text, start: int, count: int) -> int:
@@ -167,13 +124,14 @@ _FIRST_BLOCK = 1 << 12
 
 @dataclass(eq=False, slots=True)
 class RepeatRun:
-    """Copies of a traceback that the scan skipped, one after another, each `lines` lines:
-    copy 1 starts at line `first_line`, offset `bounds[0]`, and each copy ends where the next
-    starts (`bounds[i]`: the start of copy i + 1). The first copy (copy 0, read as usual) ends
-    where copy 1 starts; the copy at the last bound was read as usual too. Places are lines
-    within a copy (0: its first line)."""
+    """Copies of a traceback that the scan skipped, one after another, each `lines` lines and
+    matching `pattern` (`copy_pattern`): copy 1 starts at line `first_line`, offset `bounds[0]`,
+    and each copy ends where the next starts (`bounds[i]`: the start of copy i + 1). The first
+    copy (copy 0, read as usual) ends where copy 1 starts; the copy at the last bound was read as
+    usual too. Places are lines within a copy (0: its first line)."""
 
-    template: CopyTemplate
+    pattern: re.Pattern
+    lines: int
     first_line: int
     bounds: array[int]
     header_at: int  # the traceback header's place
@@ -194,10 +152,6 @@ class RepeatRun:
         """The offset after the last skipped copy."""
         return self.bounds[-1]
 
-    @property
-    def lines(self) -> int:
-        return self.template.lines
-
     def folds(self) -> Iterator[tuple[int, int]]:
         """(header, last line) of each skipped copy (see `Analysis.folds`)."""
         header = self.first_line + self.header_at
@@ -209,7 +163,7 @@ class RepeatRun:
         """The run with its first `copies` skipped copies only."""
         bounds = self.bounds[: copies + 1]
         return RepeatRun(
-            self.template, self.first_line, bounds, self.header_at, self.consumed, self.exceptions
+            self.pattern, self.lines, self.first_line, bounds, self.header_at, self.consumed, self.exceptions
         )
 
 
@@ -231,6 +185,12 @@ class MarkerLiterals:
             return True
         collapsed = collapse_digits(block)
         return any(literal in collapsed for literal in self.digits)
+
+
+@functools.lru_cache(maxsize=8)
+def marker_literals(literals: frozenset[str]) -> MarkerLiterals:
+    """`MarkerLiterals` of the scan's marker literals (one catalog's, built once)."""
+    return MarkerLiterals(literals)
 
 
 def first_copy(
@@ -260,13 +220,13 @@ def first_copy(
     if literals.held_by(block):
         return None
     stamp = _stamp_span(prefix.text, header.timestamp)
-    template = CopyTemplate(len(piece), lines, block, prefix.text, stamp, not isinstance(piece, str))
     return RepeatRun(
-        template,
+        copy_pattern(block, prefix.text, stamp, not isinstance(piece, str)),
+        lines,
         first_line + lines,
         array("q", [end]),
         tb.header_line - first_line,
-        tuple(_runs([n - first_line for n in tb.lines])),
+        LineRuns([n - first_line for n in tb.lines]).runs(),
         tuple(e.line - first_line for e in tb.chain),
     )
 
@@ -290,31 +250,17 @@ def _stamp_span(prefix: str, timestamp: str | None) -> tuple[int, int]:
     return (at, at + len(timestamp)) if timestamp and at >= 0 else (0, 0)
 
 
-def _runs(numbers: list[int]) -> Iterator[tuple[int, int]]:
-    """Ascending `numbers` as runs [start, end) of consecutive numbers."""
-    start = end = -1
-    for number in numbers:
-        if number == end:
-            end += 1
-            continue
-        if start >= 0:
-            yield start, end
-        start, end = number, number + 1
-    if start >= 0:
-        yield start, end
-
-
 def skip_copies(index: LogIndex, run: RepeatRun, released: int) -> tuple[int, int, int]:
     """Add to `run` the copies that follow one another from its end but the last (read as
     usual): how many copies followed, how many were added, and where the pages of a mapped
     file were released up to (see `source.release_pages`)."""
-    text, template, bounds = index.text, run.template, run.bounds
+    text, match, bounds = index.text, run.pattern.match, run.bounds
     at, found = bounds[-1], 0
-    while (end := template.copy_end(text, at)) >= 0:
+    while (copy := match(text, at)) is not None:
         if found:
             bounds.append(at)
         found += 1
-        at = end
+        at = copy.end()
         if at - released > _RELEASE_STEP:
             released = release_pages(text, released, at - _KEEP_BEHIND)
     return found, max(found - 1, 0), released

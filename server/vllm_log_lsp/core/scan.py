@@ -17,7 +17,7 @@ from .linesets import LineMap, LineRuns
 from .model import ExceptionEvent, LogLine, Precursor, Symptom
 from .prefilter import Numbered, ToolRows, candidate_lines_by_group
 from .records import dataclass, field, replace
-from .repeats import MarkerLiterals, RepeatRun, first_copy, skip_copies
+from .repeats import RepeatRun, first_copy, marker_literals, skip_copies
 from .source import release_pages
 from .text import LogIndex
 from .tracebacks import TRACEBACK_HEADER, BodyMemo, Traceback, read_traceback, standalone_exception
@@ -180,7 +180,7 @@ def scan_lines(
     markers = _MarkersByMessage(catalog)
     restarts = _RunStartsAhead(index, catalog, marker_lines)
     if scan.repeats and scan.repeats[-1].end == begin and begin > 0:
-        read.go_on(index, scan.repeats[-1])  # (a run cut where the text is read again)
+        read.skip_from(index, scan.repeats[-1])  # (a run cut where the text is read again)
     released = 0  # (a mapped file's pages the scan has passed are let go: see `release_pages`)
     rows = iter(candidates)
     while (row := next(rows, None)) is not None:
@@ -224,7 +224,9 @@ class _ReadLines:
         self.exceptions: set[int] = set()  # their `Type: message` lines
         self.before = max(scan.consumed.end, scan.exception_lines.end)  # (the records' lines are below)
         self.bodies = BodyMemo()  # (the bodies of the tracebacks read, replayed where they repeat)
-        self.literals = marker_literals(catalog)
+        self.literals = marker_literals(
+            frozenset(m.literal for kind in _SCANNED_KINDS for m in catalog.markers_of(kind))
+        )
         self.skip_to = -1  # candidates before this offset lie in skipped copies
         self.released = 0  # (pages of a mapped file the copies' comparison has passed)
 
@@ -240,14 +242,10 @@ class _ReadLines:
         if not repeats.SKIP_REPEATS:  # (read here: the tests turn it off)
             return
         run = first_copy(index, tb, header, header_start, self.literals)
-        if run is not None and self._skip(index, run):
+        if run is not None and self.skip_from(index, run):
             self.scan.repeats.append(run)
 
-    def go_on(self, index: LogIndex, run: RepeatRun) -> None:
-        """Skip the copies that continue `run` from its end (where the scan starts again)."""
-        self._skip(index, run)
-
-    def _skip(self, index: LogIndex, run: RepeatRun) -> bool:
+    def skip_from(self, index: LogIndex, run: RepeatRun) -> bool:
         """Skip the copies from `run.end` on but the last (see `skip_copies`); whether one
         followed at all (a run of two copies skips none, but is a run: a scan that reads its
         text again, grown, goes on comparing from its last copy: `repeats.resume_point`)."""
@@ -260,21 +258,6 @@ class _ReadLines:
             self.scan.exception_lines.add_periodic(first, run.lines, added, exceptions)
             self.skip_to = run.end
         return found > 0
-
-
-# The scan's marker literals per catalog (a few are built: the builtin one, a user's).
-_MARKER_LITERALS: dict[int, tuple[Catalog, MarkerLiterals]] = {}
-
-
-def marker_literals(catalog: Catalog) -> MarkerLiterals:
-    """The literals of the markers the scan reads lines for (a copy holding one is not skipped)."""
-    kept = _MARKER_LITERALS.get(id(catalog))
-    if kept is None or kept[0] is not catalog:
-        if len(_MARKER_LITERALS) > 8:
-            _MARKER_LITERALS.clear()
-        literals = MarkerLiterals(m.literal for kind in _SCANNED_KINDS for m in catalog.markers_of(kind))
-        kept = _MARKER_LITERALS[id(catalog)] = (catalog, literals)
-    return kept[1]
 
 
 def _candidate(index: LogIndex, start: int, number: int, parsed: dict[int, LogLine]) -> LogLine:
