@@ -234,6 +234,33 @@ def record_tool_searches(monkeypatch) -> list:
     return searched
 
 
+def fresh_early_search(monkeypatch, cache_dir: Path) -> None:
+    """`core.early` as a new process finds it, with an empty data cache of its own at
+    `cache_dir` and any file large enough to search (undone by `monkeypatch`)."""
+    from vllm_log_lsp.core import datacache, early
+
+    monkeypatch.setenv("VLLM_LOG_LSP_CACHE_DIR", str(cache_dir))
+    monkeypatch.delenv("VLLM_LOG_LSP_NO_GREP", raising=False)
+    datacache.forget()
+    for name, value in (
+        ("_search", None),
+        ("_utf8_search", None),
+        ("_cached_groups", None),
+        ("_attempted", False),
+    ):
+        monkeypatch.setattr(early, name, value)
+    monkeypatch.setattr(early, "TOOL_THRESHOLD", 0)
+
+
+def first_bad_utf8_byte(data: bytes) -> int | None:
+    """The first invalid byte of `data` by decoding all of it at once (the definition)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return err.start
+    return None
+
+
 def scan_values(scan) -> tuple[object, ...]:  # (a `scan.Scan`)
     """What a scan says, for comparing two scans: its candidate lines, events, symptoms, the lines
     its tracebacks consumed and their exception lines, and the tracebacks."""

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support import FORMATS, HEALTHY, run_cli
+from support import FORMATS, HEALTHY, first_bad_utf8_byte, run_cli
 from vllm_log_lsp import batch, cli
 from vllm_log_lsp.core.source import LogReadError, first_invalid_utf8, open_log
 
@@ -180,20 +180,12 @@ def test_invalid_utf8_is_reported_wherever_it_is(tmp_path: Path) -> None:
         assert f"warning: invalid UTF-8 (first seen on line {line})" in result.stdout
 
 
-def test_first_invalid_utf8_finds_the_first_bad_byte() -> None:
+def test_first_invalid_utf8_finds_thefirst_bad_utf8_byte() -> None:
     good = "ascii and ünïcödé — ok\n".encode() * 1000
     assert first_invalid_utf8(good) is None
     assert first_invalid_utf8(good + b"\xff") == len(good)
     assert first_invalid_utf8(b"x" * ((1 << 23) - 1) + "é".encode() + b"\xc3") == (1 << 23) + 1
     assert first_invalid_utf8(b"") is None
-
-
-def _first_bad_byte(data: bytes) -> int | None:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        return err.start
-    return None
 
 
 @pytest.mark.parametrize("where", ["before", "across", "after"])
@@ -212,7 +204,7 @@ def test_first_invalid_utf8_equals_a_whole_decode_wherever_chunks_end(tmp_path: 
             path = tmp_path / "log"
             path.write_bytes(data)
             with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                assert first_invalid_utf8(mapped) == first_invalid_utf8(data) == _first_bad_byte(data)
+                assert first_invalid_utf8(mapped) == first_invalid_utf8(data) == first_bad_utf8_byte(data)
 
 
 # -- the output side (item 8) ----------------------------------------------------------------------
@@ -346,7 +338,7 @@ def test_first_invalid_utf8_equals_a_whole_decode_for_any_mix(pieces: list[bytes
     data = b"".join(pieces)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(source, "_UTF8_CHUNK", chunk)
-        assert first_invalid_utf8(data) == _first_bad_byte(data)
+        assert first_invalid_utf8(data) == first_bad_utf8_byte(data)
 
 
 def test_bytes_around_a_valid_character_are_not_read_as_one() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support import CRASH, record_tool_searches, unavailable
+from support import CRASH, fresh_early_search, record_tool_searches, unavailable
 from vllm_log_lsp import cli
 from vllm_log_lsp.core import datacache, early, prefilter
 
@@ -25,12 +25,7 @@ def setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A cache of this test's own; any file counts as large; rg required; `early` fresh."""
     if prefilter.search_tool(("rg",)) is None or not hasattr(os, "memfd_create"):
         unavailable("rg and memfd_create (Linux) are needed", "bash scripts/install/05-system.sh")
-    monkeypatch.setenv("VLLM_LOG_LSP_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("VLLM_LOG_LSP_NO_GREP", raising=False)
-    datacache.forget()
-    for name, value in (("_search", None), ("_cached_groups", None), ("_attempted", False)):
-        monkeypatch.setattr(early, name, value)
-    monkeypatch.setattr(early, "TOOL_THRESHOLD", 0)
+    fresh_early_search(monkeypatch, tmp_path / "cache")
     monkeypatch.setattr(prefilter, "TOOL_THRESHOLD", 0)
     monkeypatch.setattr(prefilter, "AUTOMATON_THRESHOLD", 1 << 60)
     searched_here = record_tool_searches(monkeypatch)
@@ -196,9 +191,9 @@ def test_a_search_nobody_takes_is_stopped_and_reaped(setting, capsys) -> None:
     the_groups(log, searched_here, capsys)
     datacache.forget()
     assert early.start(["check", str(log)])
-    search = early._search
-    assert search is not None
-    pids, outputs = list(search.pids), list(search.outputs)
+    processes = [*early._search.processes, *early._utf8_search.processes]
+    assert len(processes) == 4  # (three literal groups and the UTF-8 search)
+    pids, outputs = [process.pid for process in processes], [process.output for process in processes]
     early.discard()
     for pid in pids:
         with pytest.raises(ChildProcessError):

@@ -10,6 +10,10 @@ the same unchanged file (`take`); otherwise they are stopped and it searches as 
 A missing, stale or corrupt cache, a missing rg, several files, standard input or any other
 command line only mean nothing starts early: the answer never depends on it.
 
+The file's UTF-8 check (`source.utf8_check_beside`) needs no cache: its rg search (`utf8_command`)
+starts here too, whenever the file is large, and is taken by the check (`take_utf8`) or started
+when the check begins (`start_utf8`).
+
 rg's output goes to an anonymous in-memory file (`memfd`, Linux), not a pipe, so it runs at
 full speed while nobody reads it yet, and it is started with `posix_spawn`: neither
 `subprocess` nor `threading` is imported for it. Only rg (found where `tools.find_program`
@@ -35,18 +39,63 @@ CACHE_ENTRY = "prefilter/literal-groups"
 _NEUTRAL_OPTIONS = frozenset({"--format", "--color"})
 
 
+class _Process:
+    """One rg process writing to an in-memory file; `result` waits for it."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.output = os.memfd_create("vllm-log-lsp-rg", os.MFD_CLOEXEC)
+        try:
+            self.pid: int | None = _spawn(command, self.output)
+        except OSError:
+            os.close(self.output)
+            raise
+
+    def result(self) -> bytes | None:
+        """What the process wrote, once it ended; None when it failed (or was stopped)."""
+        try:
+            if self.pid is None:
+                return None
+            code, self.pid = _exit_code(self.pid), None
+            return _read_all(self.output) if code in (0, 1) else None  # (1: no line matched)
+        except OSError:
+            return None
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        """End the process if it still runs (and reap it); close its output."""
+        import contextlib
+        import signal
+
+        if self.pid is not None:
+            with contextlib.suppress(OSError):  # (ended and reaped already)
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            self.pid = None
+        with contextlib.suppress(OSError):
+            os.close(self.output)
+
+
 class _Search:
-    """rg processes started over one file, one per literal group, each writing to its own file."""
+    """rg processes started over one file (one per literal group, or the UTF-8 search)."""
 
     def __init__(self, path: str, identity: tuple[int, ...], groups: list[list[str]]) -> None:
         self.path = path
         self.identity = identity
         self.groups = groups
-        self.pids: list[int] = []
-        self.outputs: list[int] = []  # the memfds the processes write to
+        self.processes: list[_Process] = []
+
+    def fits(self, path: str) -> bool:
+        """Whether the search reads the file at `path`, unchanged since it started."""
+        return self.path == path and _identity(path) == self.identity
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.stop()
 
 
 _search: _Search | None = None
+_utf8_search: _Search | None = None
 _cached_groups: list[list[str]] | None = None
 _attempted = False  # (whether this process looked at the cache: only then is it written)
 
@@ -64,6 +113,50 @@ def rg_command(binary: str, literals: Sequence[str], path: str | None) -> list[s
     return [*command, "--", path if path is not None else "-"]
 
 
+#: The most lines the UTF-8 search reports: past them the check reads the rest itself.
+UTF8_ROWS = 1024
+
+
+def utf8_command(binary: str, path: str) -> list[str]:
+    """An rg command printing `LINE:BYTEOFFSET:` for the first `UTF8_ROWS` lines that hold U+FFFD
+    once rg has decoded the file as UTF-8 (`--encoding utf-8`: every sequence that is not valid
+    UTF-8 becomes one U+FFFD; offsets are those of the decoded text, so those of the file up to
+    its first invalid byte, but for a byte-order mark rg leaves out). Among these lines are all
+    those holding invalid bytes, with any holding a U+FFFD of their own (valid UTF-8)."""
+    command = [binary, "--no-config", "--no-heading", "--no-mmap", "--encoding", "utf-8"]
+    command += ["-a", "-n", "-b", "-F", "-M", "1", "-m", str(UTF8_ROWS), "-e", "\ufffd"]
+    return [*command, "--", path]
+
+
+def start_utf8(path: str) -> Callable[[], bytes | None] | None:
+    """Start the UTF-8 search of the file at `path` (`utf8_command`) now, when rg and in-memory
+    files are there; a function waiting for its output (None when it failed), or None."""
+    if os.environ.get("VLLM_LOG_LSP_NO_GREP") or not hasattr(os, "memfd_create"):
+        return None
+    from .tools import find_program
+
+    binary = find_program("rg")
+    if binary is None:
+        return None
+    try:
+        return _Process(utf8_command(binary, path)).result
+    except OSError:
+        return None
+
+
+def take_utf8(path: str) -> Callable[[], bytes | None] | None:
+    """The early UTF-8 search's waiting function, when one runs over the file at `path`,
+    unchanged since; None otherwise (a search that does not fit is stopped)."""
+    global _utf8_search
+    search, _utf8_search = _utf8_search, None
+    if search is None:
+        return None
+    if not search.fits(path):
+        search.stop()
+        return None
+    return search.processes[0].result
+
+
 def start(argv: Sequence[str]) -> bool:
     """Start the search of the one log file of a plain `check FILE` command line (options only
     `--format`/`--color`), when the file is large enough and the cache holds literal groups;
@@ -77,21 +170,20 @@ def start(argv: Sequence[str]) -> bool:
         return False
     _attempted = True
     _cached_groups = _read_groups()
-    if not _cached_groups:
-        return False
     from .tools import find_program
 
     binary = find_program("rg")
     if binary is None:
         return False
+    _start_utf8_search(binary, path, identity)
+    if not _cached_groups:
+        return False
     search = _Search(path, identity, _cached_groups)
     try:
         for literals in _cached_groups:
-            output = os.memfd_create("vllm-log-lsp-rg", os.MFD_CLOEXEC)
-            search.outputs.append(output)
-            search.pids.append(_spawn(rg_command(binary, literals, path), output))
+            search.processes.append(_Process(rg_command(binary, literals, path)))
     except OSError:
-        _stop(search)
+        search.stop()
         return False
     _search = search
     return True
@@ -109,29 +201,35 @@ def take(path: str, groups: list[list[str]], pending: list[Callable[[], object]]
         _write_groups(groups)
     if search is None:
         return None
-    if search.groups != groups or search.path != path or _identity(path) != search.identity:
-        _stop(search)
+    if search.groups != groups or not search.fits(path):
+        search.stop()
         return None
     try:
         while pending:
             pending.pop()()
-        codes = [_exit_code(pid) for pid in search.pids]
-        search.pids = []
-        if any(code not in (0, 1) for code in codes):  # (1: no line matched)
-            return None
-        return [_read_all(output) for output in search.outputs]
-    except OSError:
-        return None
+        outputs = [process.result() for process in search.processes]
     finally:
-        _stop(search)
+        search.stop()
+    return None if None in outputs else outputs  # type: ignore[return-value]
 
 
 def discard() -> None:
     """Stop a search nobody took (the analysis went another way: a compressed or JSON log...)."""
-    global _search
-    search, _search = _search, None
-    if search is not None:
-        _stop(search)
+    global _search, _utf8_search
+    for search in (_search, _utf8_search):
+        if search is not None:
+            search.stop()
+    _search = _utf8_search = None
+
+
+def _start_utf8_search(binary: str, path: str, identity: tuple[int, ...]) -> None:
+    global _utf8_search
+    search = _Search(path, identity, [])
+    try:
+        search.processes.append(_Process(utf8_command(binary, path)))
+    except OSError:
+        return
+    _utf8_search = search
 
 
 def _the_file(argv: Sequence[str]) -> str | None:
@@ -184,24 +282,6 @@ def _read_all(output: int) -> bytes:
         pieces.append(piece)
         offset += len(piece)
     return b"".join(pieces)
-
-
-def _stop(search: _Search) -> None:
-    """End the processes still running (and reap them) and close their output files."""
-    import contextlib
-    import signal
-
-    for pid in search.pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except OSError:  # (ended and reaped already)
-            pass
-    search.pids = []
-    for output in search.outputs:
-        with contextlib.suppress(OSError):
-            os.close(output)
-    search.outputs = []
 
 
 def _read_groups() -> list[list[str]] | None:

@@ -21,6 +21,7 @@ import sys
 import zlib
 from collections.abc import Callable
 
+from . import early
 from .records import dataclass, field
 from .text import Buffer
 
@@ -54,6 +55,7 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
     (b"\xff\xfe", "utf-16-le"),
     (b"\xfe\xff", "utf-16-be"),
 )
+_UTF8_BOM = codecs.BOM_UTF8
 # C0 controls a text log never holds (tab, newlines, form feed, backspace and ESC it may).
 _BINARY_BYTES = bytes([*range(0x01, 0x08), 0x0E, 0x0F, *range(0x10, 0x1B), *range(0x1C, 0x20), 0x7F])
 
@@ -142,9 +144,10 @@ def read_regular_text(path: str, max_bytes: int) -> str:
         raise LogReadError(f"cannot read {path}: invalid UTF-8 at byte {err.start}") from None
 
 
-def first_invalid_utf8(data: Buffer) -> int | None:
-    """Offset of the first byte of `data` that is not valid UTF-8, or None (at C speed, in chunks
-    so a mapped file is never copied whole, each chunk's pages released once read).
+def first_invalid_utf8(data: Buffer, start: int = 0, stop: int | None = None) -> int | None:
+    """Offset of the first byte of `data[start:stop]` (from a character's first byte to the end
+    of one) that is not valid UTF-8, or None (at C speed, in chunks so a mapped file is never
+    copied whole, each chunk's pages released once read).
 
     Each chunk is decoded by the codec straight from the buffer: a chunk cut inside a character
     leaves its last bytes to the next one (`used`). Measured against proving chunks valid
@@ -152,32 +155,70 @@ def first_invalid_utf8(data: Buffer) -> int | None:
     fast on a serving log, 7x faster on a restart loop's varied characters, and one exact answer.
     """
     view = memoryview(data)
-    offset = released = 0
+    offset = released = start
+    stop = len(view) if stop is None else stop
     try:
-        while offset < len(view):
+        while offset < stop:
             # (At least a character's 4 bytes, so that a piece is never only part of one.)
-            end = min(len(view), offset + max(_UTF8_CHUNK, 4))
+            end = min(stop, offset + max(_UTF8_CHUNK, 4))
             released = release_pages(data, released, offset)  # (the pieces before this one)
             try:
-                _, used = codecs.utf_8_decode(view[offset:end], "strict", end == len(view))
+                _, used = codecs.utf_8_decode(view[offset:end], "strict", end == stop)
             except UnicodeDecodeError as err:
                 return offset + err.start
             offset += used
     finally:
         view.release()
-        release_pages(data, released, len(data))
+        release_pages(data, released, stop)
     return None
+
+
+def first_invalid_utf8_in_rows(data: Buffer, rows: bytes | None) -> int | None:
+    """`first_invalid_utf8(data)`, told by the rows of rg's UTF-8 search of the file holding
+    `data` (`early.utf8_command`): the lines holding U+FFFD once rg decoded the file, which
+    hold every invalid byte up to the last of them. Those lines are decoded here, in order, up
+    to the first invalid one; the rest of `data` only when rg stopped at its most rows. Rows
+    that do not fit `data` (None: rg failed; not a line start: rg read other bytes) leave the
+    whole check to `first_invalid_utf8`."""
+    if rows is None:
+        return first_invalid_utf8(data)
+    skip = len(_UTF8_BOM) if data[: len(_UTF8_BOM)] == _UTF8_BOM else 0  # (rg counts without it)
+    listed = rows.split(b"\n")[:-1]
+    checked = 0  # (every byte before is valid)
+    for row in listed:
+        _, _, rest = row.partition(b":")
+        offset, colon, _ = rest.partition(b":")
+        if not colon or not offset.isdigit():
+            return first_invalid_utf8(data)
+        start = int(offset) + skip
+        if start >= len(data):  # (a line written after `data` was read)
+            break
+        if start < checked or (start > skip and data[start - 1 : start] != b"\n"):
+            return first_invalid_utf8(data)
+        end = data.find(b"\n", start) + 1 or len(data)
+        if (bad := first_invalid_utf8(data, start, end)) is not None:
+            return bad
+        checked = end
+    if len(listed) >= early.UTF8_ROWS:
+        return first_invalid_utf8(data, checked)
+    # The file may have grown since `data` was read, completing a character `data` ends inside.
+    return first_invalid_utf8(data, max(checked, data.rfind(b"\n") + 1))
 
 
 #: Below this many bytes the check costs less than forking a process to run it beside.
 FORK_THRESHOLD = 8 << 20
 
 
-def utf8_check_beside(data: Buffer) -> Callable[[], int | None]:
-    """`first_invalid_utf8(data)`, run beside this process where it can be: a large mapped file's
-    bytes are checked by a forked child, which reads the very same mapping while this process
-    analyses the log (on another core: the check is a tenth of a second per 100 MB, at the C
-    speed of the codec, and holds the GIL); the function returned waits for its answer.
+def utf8_check_beside(data: Buffer, path: str | None = None) -> Callable[[], int | None]:
+    """`first_invalid_utf8(data)`, run beside this process where it can be; the function
+    returned waits for its answer.
+
+    The large file at `path` holding exactly `data` (mapped, or read: the server's copy) is
+    searched by rg for the lines it cannot decode (`early.utf8_command`: SIMD-fast, 0.02 s per
+    100 MB where the codec takes a tenth of a second, holding the GIL), started before the
+    imports for `check` (`early`); only the lines it lists are decoded here
+    (`first_invalid_utf8_in_rows`). Without rg, a large mapping's bytes are checked by a forked
+    child, which reads the very same mapping while this process analyses the log.
 
     It forks only on POSIX, for a mapping of at least `FORK_THRESHOLD` bytes, and when no other
     thread runs here (a thread's locks would be copied held); otherwise the check runs here and
@@ -186,6 +227,10 @@ def utf8_check_beside(data: Buffer) -> Callable[[], int | None]:
     (killed, an unreadable answer) leaves the check to this process: the answer never depends
     on it.
     """
+    if path is not None and len(data) >= early.TOOL_THRESHOLD:
+        rows = early.take_utf8(path) or early.start_utf8(path)
+        if rows is not None:
+            return lambda: first_invalid_utf8_in_rows(data, rows())
     if not _may_fork(data):
         found = first_invalid_utf8(data)
         return lambda: found

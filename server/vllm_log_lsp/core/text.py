@@ -316,7 +316,8 @@ class LogIndex:
 
     def start_utf8_check(self) -> None:
         """Start the check `first_invalid_utf8` answers: a large mapped file's runs beside this
-        process (`source.utf8_check_beside`) while the analysis goes on; any other runs now."""
+        process (`source.utf8_check_beside`: rg, or a forked child) while the analysis goes on;
+        any other runs now."""
         if self._utf8_error is not _UNCHECKED:
             return
         if isinstance(self.text, str):
@@ -324,7 +325,7 @@ class LogIndex:
             return
         from .source import utf8_check_beside  # (source reads files: it imports this module)
 
-        self._utf8_error = utf8_check_beside(self.text)
+        self._utf8_error = utf8_check_beside(self.text, self.path)
 
     # -- searching ----------------------------------------------------------------------------
     def _lit(self, literal: str) -> Needle:
