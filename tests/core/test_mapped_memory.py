@@ -1,6 +1,7 @@
 """A mapped file's pages are let go once a whole-file pass has read them (the UTF-8 check, the
-searches for a `\\r` or an ESC, the automaton's search): the process holds what it still reads,
-not the whole file, and every answer is what the same pass over the file's bytes gives."""
+searches for a `\\r` or an ESC, a backward search for a marker, the automaton's search): the
+process holds what it still reads, not the whole file, and every answer is what the same pass
+over the file's bytes gives."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vllm_log_lsp.core import prefilter, source
-from vllm_log_lsp.core.source import find_releasing, first_invalid_utf8, release_pages
+from vllm_log_lsp.core.source import find_releasing, first_invalid_utf8, release_pages, rfind_releasing
 from vllm_log_lsp.core.text import LogIndex
 
 PAGE = mmap.PAGESIZE
@@ -66,8 +67,31 @@ def test_passes_over_a_mapped_file_answer_as_over_its_bytes(parts: list[bytes], 
             assert view[:] == data
             index, plain = LogIndex(mapped(path)), LogIndex(data)
             assert (index.has_cr, index.has_escape) == (plain.has_cr, plain.has_escape)
+            view = mapped(path)
+            for needle in needles:  # (backwards, from any end down to any start)
+                for lo, hi in ((0, len(data)), (len(data) // 3, len(data)), (0, len(data) * 2 // 3)):
+                    assert rfind_releasing(view, needle, lo, hi) == data.rfind(needle, lo, hi)
+            assert view[:] == data
     finally:
         path.unlink()
+
+
+def test_a_backward_search_finds_a_needle_across_the_edge_of_its_blocks(tmp_path: Path, monkeypatch) -> None:
+    """The blocks are counted from the end of the range: a needle is found wherever it lies
+    around the edge between two, the last one in the range (and none past its end)."""
+    chunk = PAGE + 1000
+    monkeypatch.setattr(source, "_UTF8_CHUNK", chunk)
+    needle = b"Avg prompt throughput"
+    path = tmp_path / "log"
+    for before_edge in range(-2, len(needle) + 2):
+        tail = chunk + before_edge  # (bytes from the needle's start to the end: it starts before the edge)
+        data = b"a" * (chunk * 2) + needle + b"b" * (tail - len(needle))
+        path.write_bytes(data)
+        for hi in (len(data), len(data) - 1, chunk * 2 + len(needle) - 1):
+            assert rfind_releasing(mapped(path), needle, 0, hi) == data.rfind(needle, 0, hi), (
+                before_edge,
+                hi,
+            )
 
 
 def test_a_release_covers_the_whole_pages_inside_the_range_only(tmp_path: Path) -> None:
@@ -99,6 +123,7 @@ def _file_rss() -> int:
         lambda view: first_invalid_utf8(view),
         lambda view: LogIndex(view).has_cr,
         lambda view: LogIndex(view, has_cr=False).has_escape,
+        lambda view: LogIndex(view, has_cr=False).rfind("never"),  # (a healthy marker looked for)
         pytest.param(
             lambda view: prefilter.automaton_scan(LogIndex(view, has_cr=False), ["never", "zzz"]),
             marks=NEEDS_AUTOMATON,
@@ -110,7 +135,7 @@ def _file_rss() -> int:
             marks=NEEDS_AUTOMATON,
         ),
     ],
-    ids=["utf8", "cr", "escape", "automaton", "automaton-groups"],
+    ids=["utf8", "cr", "escape", "rfind", "automaton", "automaton-groups"],
 )
 def test_a_whole_file_pass_does_not_keep_the_file_in_memory(whole_file_pass, tmp_path: Path) -> None:
     size = 48 << 20

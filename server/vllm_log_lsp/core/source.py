@@ -311,6 +311,20 @@ def find_releasing(data: mmap.mmap, needles: tuple[bytes, ...]) -> list[int]:
     return found
 
 
+def rfind_releasing(data: mmap.mmap, needle: bytes, lo: int, hi: int) -> int:
+    """`data.rfind(needle, lo, hi)`, searched backwards a block at a time, each block's pages
+    released once searched (`release_pages`): a search that finds nothing reads every byte."""
+    end = hi
+    while end > lo:
+        start = max(lo, end - _UTF8_CHUNK)
+        found = data.rfind(needle, start, min(hi, end + len(needle) - 1))  # (across the block's end)
+        release_pages(data, start, end)
+        if found >= 0:
+            return found
+        end = start
+    return -1
+
+
 # (A file mapping's pages are read again from the page cache after MADV_DONTNEED; not on Windows.)
 _DONT_NEED = getattr(mmap, "MADV_DONTNEED", None)
 

@@ -242,6 +242,10 @@ def _find_each(text: mmap.mmap, needles: tuple[bytes, ...]) -> list[int]:
     return find_releasing(text, needles)
 
 
+#: A backward search of a mapped file over more than this lets the pages it passed go.
+_RELEASING_SPAN = 1 << 22
+
+
 class LogIndex:
     """Maps between offsets in the text and LSP line numbers; reads lines by number.
 
@@ -340,7 +344,12 @@ class LogIndex:
         return self.text.find(self._lit(literal), start, len(self.text) if end is None else end)
 
     def rfind(self, literal: str, start: int = 0, end: int | None = None) -> int:
-        return self.text.rfind(self._lit(literal), start, len(self.text) if end is None else end)
+        end = len(self.text) if end is None else end
+        if isinstance(self.text, mmap.mmap) and end - start > _RELEASING_SPAN:
+            from .source import rfind_releasing  # (source reads files: it imports this module)
+
+            return rfind_releasing(self.text, self._lit(literal), start, end)
+        return self.text.rfind(self._lit(literal), start, end)
 
     def slice(self, start: int, end: int) -> str:
         """text[start:end] as a str (decoded from UTF-8 when the index holds bytes)."""
