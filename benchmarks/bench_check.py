@@ -1,7 +1,7 @@
 """Time `vllm-log-lsp check` on honest logs, each figure as a ratio to an anchor run alongside.
 
     python benchmarks/bench_check.py [--runs 5] [--mb 100] [--deaths 500] [--workdir DIR]
-                                     [--only serving,restarts,all-error,real,small,prefilter,bundled]
+                                     [--only serving,restarts,all-error,request-errors,real,small,prefilter,bundled]
 
 Figures (benchmarks/make_log.py makes the logs; --workdir keeps them for the next run):
 - serving: `check` on a serving log with recovered per-request tracebacks, against
@@ -10,6 +10,8 @@ Figures (benchmarks/make_log.py makes the logs; --workdir keeps them for the nex
   deaths (linear: 2×);
 - all-error: every line an ERROR traceback line: time against the serving log's, peak RSS
   against the file's size;
+- request-errors: the same failing requests, each traceback followed by its access-log line
+  (`400 Bad Request`), as a server that answers them logs them: the same aims;
 - real: real healthy logs (tests/fixtures/healthy) one after another to --mb MB (progress bars
   with bare `\r`, colour codes: what the generated logs lack), against grep and rg; no aim is
   set for it, the answer is each log's alone (no death);
@@ -42,7 +44,7 @@ from make_log import CRASH, Generated, make_log, real_logs, restart_segments
 
 GREP_PATTERN = "ERROR|Traceback"
 NEWLINE = b"\n"
-FIGURES = ("serving", "restarts", "all-error", "real", "small", "prefilter", "bundled")
+FIGURES = ("serving", "restarts", "all-error", "request-errors", "real", "small", "prefilter", "bundled")
 
 
 def check_command() -> list[str]:
@@ -231,8 +233,17 @@ def fig_restarts(args, check, workdir) -> list[Figure]:
 
 
 def fig_all_error(args, check, workdir) -> list[Figure]:
-    info = generated(workdir, f"all-error-{args.mb:g}", megabytes=args.mb, shape="all-error")
-    small = generated(workdir, "all-error-1", megabytes=1, shape="all-error")
+    return _error_flood(args, check, workdir, "all-error", "all-ERROR")
+
+
+def fig_request_errors(args, check, workdir) -> list[Figure]:
+    return _error_flood(args, check, workdir, "request-errors", "request errors + access lines")
+
+
+def _error_flood(args, check, workdir, shape: str, label: str) -> list[Figure]:
+    """A log of failing requests (`shape`) against the serving log: time ≤ 2×, peak RSS ≤ the file."""
+    info = generated(workdir, f"{shape}-{args.mb:g}", megabytes=args.mb, shape=shape)
+    small = generated(workdir, f"{shape}-1", megabytes=1, shape=shape)
     serving = generated(workdir, f"serving-{args.mb:g}", megabytes=args.mb, shape="serving")
     commands = {"serving": [*check, str(serving.path)], "check": [*check, str(info.path)]}
     times, rss, last, cpu = interleaved(commands, args.runs)
@@ -246,16 +257,16 @@ def fig_all_error(args, check, workdir) -> list[Figure]:
     peak = rss["check"]
     return [
         Figure(
-            f"check {info.megabytes:.0f} MB all-ERROR / check serving",
+            f"check {info.megabytes:.0f} MB {label} / check serving",
             ratios(times["check"], times["serving"]),
             "check serving",
             2,
             answer,
             got == want,
-            f"check all-ERROR {times['check'].spread(' s')} (CPU {cpu['check'].spread(' s')})",
+            f"check {label} {times['check'].spread(' s')} (CPU {cpu['check'].spread(' s')})",
         ),
         Figure(
-            "peak RSS all-ERROR / file size",
+            f"peak RSS {label} / file size",
             ratios(peak, size),
             "file size",
             1,

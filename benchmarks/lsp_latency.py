@@ -1,12 +1,14 @@
 """The language server on a big log, measured with a real LSP client over stdio, against a null
 pygls server (benchmarks/null_server.py) run alongside.
 
-    python benchmarks/lsp_latency.py [--mb 50] [--runs 3] [--debounce-ms 0] [--shape real|all-error]
+    python benchmarks/lsp_latency.py [--mb 50] [--runs 3] [--debounce-ms 0]
+                                     [--shape real|all-error|request-errors]
                                      [--bundled]
 
 The log is make_log.py's serving log (recovered per-request tracebacks, a TP=2 death at the
 end), with `--shape all-error` its log of every line an ERROR traceback line (the same death at
-the end), or with `--shape real` its real healthy logs one after another (bare-`\r` progress
+the end), with `--shape request-errors` those failing requests each followed by its access-log
+line, or with `--shape real` its real healthy logs one after another (bare-`\r` progress
 bars, colour codes; no death: the answer is no root cause, and there is none to hover). The server is
 started as a Neovim 0.11 client would (UTF-8 positions, only `\n` ends a line: Neovim syncs
 documents of any size, VS Code stops at 50 MB); with `--bundled`, as the VS Code extension's
@@ -234,7 +236,9 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=50)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--debounce-ms", type=int, default=0)
-    parser.add_argument("--shape", choices=("serving", "all-error", "real"), default="serving")
+    parser.add_argument(
+        "--shape", choices=("serving", "all-error", "request-errors", "real"), default="serving"
+    )
     parser.add_argument("--bundled", action="store_true", help="measure the bundled server (pure Python)")
     args = parser.parse_args()
     bytecode_as_installed()

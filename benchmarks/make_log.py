@@ -12,6 +12,8 @@ Three shapes, each deterministic for a seed, each with the answer the analysis m
   requested number of deaths.
 - `all-error`: the worst case for a literal pre-filter: every line is an ERROR line of a logged
   traceback (an engine that keeps failing requests), then the same TP=2 death.
+- `request-errors`: the same failing requests as a server answers them: each traceback followed
+  by the request's access-log line (`400 Bad Request`), then the same TP=2 death.
 - `real`: real logs, not generated ones: the healthy logs of tests/fixtures/healthy (byte for
   byte: progress bars ending in a bare `\r`, colour codes, EngineCore and worker lines, the
   odd recovered traceback) one after another, again and again; no death.
@@ -32,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CRASH = ROOT / "tests" / "fixtures" / "formats" / "tp2-worker-oom.log"
 CRASH_LOGS = ROOT / "tests" / "fixtures" / "crash"
 HEALTHY_LOGS = ROOT / "tests" / "fixtures" / "healthy"
-SHAPES = ("serving", "restarts", "all-error", "real")
+SHAPES = ("serving", "restarts", "all-error", "request-errors", "real")
 #: One recovered per-request traceback every this many lines (real logs: every few thousand).
 TRACEBACK_EVERY = 1500
 BANNER = "INFO 10-03 21:20:01 [api_server.py:1805] vLLM API server version 0.11.0"
@@ -75,7 +77,7 @@ def serving_lines(rng: random.Random) -> Iterator[str]:
                 f"prompt_token_ids: None, lora_request: None."
             )
             yield f"(APIServer pid=100) INFO {stamp} [async_llm.py:261] Added request {rid}."
-            yield f'(APIServer pid=100) INFO:     10.0.{rng.randint(0, 9)}.{rng.randint(1, 250)}:{rng.randint(30000, 60000)} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+            yield access_line(rng, "200 OK")
         if second % 10 == 0:
             yield (
                 f"(APIServer pid=100) INFO {stamp} [loggers.py:123] Engine 000: Avg prompt throughput: "
@@ -85,6 +87,12 @@ def serving_lines(rng: random.Random) -> Iterator[str]:
             )
         if second % 600 == 0:
             yield f"(APIServer pid=100) WARNING {stamp} [protocol.py:58] The following fields were present in the request but ignored: {{'stream_options'}}"
+
+
+def access_line(rng: random.Random, status: str) -> str:
+    """uvicorn's access-log line of a chat completion answered with `status`."""
+    client = f"10.0.{rng.randint(0, 9)}.{rng.randint(1, 250)}:{rng.randint(30000, 60000)}"
+    return f'(APIServer pid=100) INFO:     {client} - "POST /v1/chat/completions HTTP/1.1" {status}'
 
 
 def preprocessing_error(rng: random.Random, stamp: str = "10-03 21:30:00") -> list[str]:
@@ -161,12 +169,15 @@ def _with_recovered_tracebacks(rng: random.Random, every: int, info: Generated) 
         yield from preprocessing_error(rng) if n % 2 else asgi_error(rng)
 
 
-def _all_error(rng: random.Random, info: Generated) -> Iterator[str]:
+def _failing_requests(rng: random.Random, info: Generated, answered: bool) -> Iterator[str]:
+    """Every request fails in pre-processing; `answered`: each then gets its access-log line."""
     second = 0
     while True:
         second += 1
         info.tracebacks += 1
         yield from preprocessing_error(rng, _stamp(second))
+        if answered:
+            yield access_line(rng, "400 Bad Request")
 
 
 def make_log(
@@ -186,7 +197,7 @@ def make_log(
         if shape == "serving":
             body = _with_recovered_tracebacks(rng, options.get("traceback_every", TRACEBACK_EVERY), info)
         else:
-            body = _all_error(rng, info)
+            body = _failing_requests(rng, info, answered=shape == "request-errors")
         written, count = _write_lines(out, body, int(megabytes * 1e6), written)
         out.write("\n".join(death))
     info.crash_line = len(startup) + count

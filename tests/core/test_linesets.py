@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from support import CRASH, CRASH2, CRASH3, read_log, scan_values
+from vllm_log_lsp.core import repeats
 from vllm_log_lsp.core.catalog import builtin_catalog
 from vllm_log_lsp.core.linesets import LineMap, LineRuns
 from vllm_log_lsp.core.scan import CandidateLines, Scan, _ReadLines, scan_lines, truncate_scan
@@ -30,6 +31,14 @@ from vllm_log_lsp.core.text import LogIndex
 
 CATALOG = builtin_catalog()
 LOGS = sorted([*CRASH.glob("*.log"), *CRASH2.glob("*.log"), *CRASH3.glob("*.log")])
+
+
+@pytest.fixture(autouse=True)
+def _every_traceback_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are of the records of the tracebacks a scan reads: every one of them (a log
+    of request errors repeats one, which the scan would otherwise read once: see test_repeats)."""
+    monkeypatch.setattr(repeats, "SKIP_REPEATS", False)
+
 
 # Groups of numbers as tracebacks give them: a run, a run with holes (another writer's lines in
 # between), anywhere (before, between or over earlier groups), in any order, with repeats.

@@ -3,16 +3,19 @@
 Skipping copies must never change an answer, so each test compares with the scan that reads
 every copy (`repeats.SKIP_REPEATS` off):
 - the findings (but the candidates they name: a skipped copy is none), folds, runs and health of
-  a whole analysis are equal, and the scan's events are the reference's but those of the
-  skipped copies, with the same lines consumed: on real tracebacks of the corpus repeated where
+  a whole analysis are equal, and the scan's events and candidate lines are the reference's but
+  those of the skipped copies, with the same lines consumed: on real tracebacks of the corpus repeated where
   they stand (their messages' numbers drawn anew), on generated
   runs of logged and raw tracebacks (with and without the writer's line above the header,
   chained ones, numbers of other widths in every copy), followed by a death, by nothing, by a
   copy of another pid, of another logger source, with a marker, with a line more; as text and
   as bytes;
+- copies with a few lines of others between them (a request's access-log line, another
+  logger's record; one to three lines), the same but for their digits, are a run; a line
+  between them that the scan would read (a literal) or too many lines between them make none;
 - a copy that differs in anything but its digits (another writer, a marker literal, a line
-  more, a colour code) ends the run there: the copies after it are read; a traceback a process
-  died of is never skipped;
+  more, a colour code, another line between) ends the run there: the copies after it are read;
+  a traceback a process died of is never skipped;
 - a log that grows (the editor's appends, cut anywhere, inside a copy too) gives what a fresh
   analysis gives, and keeps one run;
 - the runs do happen where they should (the comparisons above are not of two full readings).
@@ -48,7 +51,7 @@ RAW = "(APIServer pid={pid}) "
 PLAIN_LOGGED = "ERROR 10-03 {ts} [serving_engine.py:{src}] "
 
 
-def request_error(rng: random.Random, prefix: str, preamble: bool, chained: bool) -> list[str]:
+def one_request_error(rng: random.Random, prefix: str, preamble: bool, chained: bool) -> list[str]:
     """One request's traceback, its numbers (timestamps, line numbers, token counts) drawn anew."""
     limit = rng.choice([512, 4096, 16384, 131072])
     asked = limit + rng.randint(1, 10 ** rng.randint(1, 5))
@@ -76,11 +79,50 @@ def request_error(rng: random.Random, prefix: str, preamble: bool, chained: bool
     return [prefix.format(ts=ts) + line for line in lines]
 
 
-def run_log(rng: random.Random, copies: int, ending: str, writer: str, preamble: bool, chained: bool) -> str:
+# Lines of others between two copies, each drawn with its own numbers ({n}), by name.
+ACCESS = (
+    '(APIServer pid=100) INFO:     10.0.{n}.{n}:{n} - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request'
+)
+TRUNCATED = "(APIServer pid=100) WARNING 10-03 21:{n}:{n} [hf.py:{n}] The prompt of request cmpl-{n} was cut to {n} tokens"
+FINISHED = "(APIServer pid=100) INFO 10-03 21:{n}:{n} [logger.py:{n}] Finished request cmpl-{n}."
+GAPS = {
+    "none": [],
+    "access": [ACCESS],
+    "logger": [TRUNCATED],
+    "two": [TRUNCATED, ACCESS],
+    "three": [TRUNCATED, FINISHED, ACCESS],
+    "four": [TRUNCATED, FINISHED, FINISHED, ACCESS],  # (more than a copy may end with)
+    "literal": [ACCESS.replace("400 Bad Request", "500 Internal Server Error")],  # ('Error': read)
+    "varies": [ACCESS, "varies"],  # (another line each copy: no run)
+}
+
+
+def gap_lines(rng: random.Random, gap: str) -> list[str]:
+    lines = []
+    for template in GAPS[gap]:
+        if template == "varies":
+            template = rng.choice([ACCESS, TRUNCATED, FINISHED])
+        lines.append(re.sub(r"\{n\}", lambda _: str(rng.randint(0, 10 ** rng.randint(1, 5))), template))
+    return lines
+
+
+def run_log(
+    rng: random.Random,
+    copies: int,
+    ending: str,
+    writer: str,
+    preamble: bool,
+    chained: bool,
+    gap: str = "none",
+) -> str:
     pid, src = 100, 245
     prefix_of = {"logged": LOGGED, "raw": RAW, "plain": PLAIN_LOGGED}
     prefix = prefix_of[writer].replace("{pid}", str(pid)).replace("{src}", str(src))
     lines = ["(APIServer pid=100) INFO 10-03 21:00:00 [api_server.py:1805] vLLM API server version 0.11.0"]
+
+    def request_error(rng: random.Random, prefix: str, preamble: bool, chained: bool) -> list[str]:
+        return [*one_request_error(rng, prefix, preamble, chained), *gap_lines(rng, gap)]
+
     for _ in range(copies):
         lines += request_error(rng, prefix, preamble, chained)
     other = {
@@ -97,8 +139,8 @@ def run_log(rng: random.Random, copies: int, ending: str, writer: str, preamble:
         ]
         lines += request_error(rng, prefix, preamble, chained) * 2
     elif ending == "line-more":
-        copy = request_error(rng, prefix, preamble, chained)
-        lines += [*copy[:-1], copy[-2], copy[-1]]
+        copy = one_request_error(rng, prefix, preamble, chained)
+        lines += [*copy[:-1], copy[-2], copy[-1], *gap_lines(rng, gap)]
         lines += request_error(rng, prefix, preamble, chained) * 2
     elif ending == "colour":
         lines += ["\x1b[0;31m" + line for line in request_error(rng, prefix, preamble, chained)]
@@ -151,6 +193,7 @@ def assert_alike(text: str | bytes) -> Scan:
             assert reasons.get(considered.line, considered.why_not) == considered.why_not
     kept = [(c.event, c.tier) for c in slow_scan.events if c.event.line not in skipped]
     assert [(c.event, c.tier) for c in fast_scan.events] == kept
+    assert set(fast_scan.lines) == set(slow_scan.lines) - skipped  # (the first copy's lines all read)
     assert set(fast_scan.consumed) == set(slow_scan.consumed)
     assert set(fast_scan.exception_lines) == set(slow_scan.exception_lines)
     assert [tb.header_line for tb in fast_scan.tracebacks] == [
@@ -171,10 +214,34 @@ ENDINGS = ["none", "death", "pid", "source", "marker", "line-more", "colour"]
     preamble=st.booleans(),
     chained=st.booleans(),
     as_bytes=st.booleans(),
+    gap=st.sampled_from(list(GAPS)),
 )
-def test_runs_answer_as_every_copy_read(seed, copies, ending, writer, preamble, chained, as_bytes) -> None:
-    text = run_log(random.Random(seed), copies, ending, writer, preamble, chained)
+def test_runs_answer_as_every_copy_read(
+    seed, copies, ending, writer, preamble, chained, as_bytes, gap
+) -> None:
+    text = run_log(random.Random(seed), copies, ending, writer, preamble, chained, gap)
     assert_alike(text.encode() if as_bytes else text)
+
+
+@pytest.mark.parametrize("gap", ["access", "logger", "two", "three"])
+@pytest.mark.parametrize("writer", ["logged", "raw"])
+def test_copies_with_lines_of_others_between_them_are_a_run(gap: str, writer: str) -> None:
+    """A server that answers each failed request: its traceback, then the access-log line (and
+    another logger's record): each copy ends with those lines."""
+    text = run_log(random.Random(4), 7, "death", writer, True, chained=False, gap=gap)
+    scan = assert_alike(text)
+    (run,) = scan.repeats
+    own = len(one_request_error(random.Random(0), "", True, False))
+    assert (run.skipped, run.lines) == (5, own + len(GAPS[gap]))
+    assert scan.tracebacks[1].header_line == 1 + 6 * run.lines + 1
+
+
+@pytest.mark.parametrize("gap", ["four", "literal", "varies"])
+def test_lines_between_copies_that_the_scan_reads_or_that_differ_make_no_run(gap: str) -> None:
+    text = run_log(random.Random(4), 7, "death", "logged", True, chained=False, gap=gap)
+    scan = assert_alike(text)
+    assert not any(run.skipped for run in scan.repeats)
+    assert len(scan.tracebacks) >= 7
 
 
 @pytest.mark.parametrize("writer", ["logged", "raw", "plain"])
@@ -219,10 +286,17 @@ def test_digits_collapse_to_one_per_run() -> None:
 
 
 @SOME
-@given(seed=st.integers(0, 2**32), copies=st.integers(2, 8), cuts=st.lists(st.floats(0, 1), max_size=5))
-def test_a_growing_run_answers_as_a_fresh_analysis(seed: int, copies: int, cuts: list[float]) -> None:
+@given(
+    seed=st.integers(0, 2**32),
+    copies=st.integers(2, 8),
+    cuts=st.lists(st.floats(0, 1), max_size=5),
+    gap=st.sampled_from(["none", "access", "three", "four"]),
+)
+def test_a_growing_run_answers_as_a_fresh_analysis(
+    seed: int, copies: int, cuts: list[float], gap: str
+) -> None:
     rng = random.Random(seed)
-    text = run_log(rng, copies, rng.choice(["none", "death"]), "logged", rng.random() < 0.5, False)
+    text = run_log(rng, copies, rng.choice(["none", "death"]), "logged", rng.random() < 0.5, False, gap)
     analyzer, previous = Analyzer(CATALOG), None
     for cut in [*sorted(int(c * len(text)) for c in cuts), len(text)]:
         piece = text[:cut]
@@ -236,11 +310,32 @@ def test_a_growing_run_answers_as_a_fresh_analysis(seed: int, copies: int, cuts:
         previous = piece
 
 
-def test_a_run_grown_copy_by_copy_stays_one_run() -> None:
+@pytest.mark.parametrize("gap", ["none", "access", "three"])
+def test_a_run_grown_from_a_cut_at_any_line_answers_as_a_fresh_analysis(gap: str) -> None:
+    """The old text cut after each line in turn (inside a copy, inside the lines between two),
+    then grown to the whole log in one append: the runs and the analysis a fresh one gives."""
+    text = run_log(random.Random(8), 6, "death", "logged", True, False, gap)
+    whole = Analyzer(CATALOG)
+    expected = whole.analyze(text, line_table=True)
+    runs = [(r.first_line, r.skipped) for r in whole._scan.repeats]  # type: ignore[union-attr]
+    assert runs and runs[0][1] == 4
+    cuts = [at + 1 for at, char in enumerate(text) if char == "\n"]
+    for cut in cuts[:-1]:
+        analyzer = Analyzer(CATALOG)
+        analyzer.analyze(text[:cut], line_table=True)
+        assert analyzer.analyze(text, line_table=True, grown_from=text[:cut]) == expected, cut
+        assert [(r.first_line, r.skipped) for r in analyzer._scan.repeats] == runs, cut  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("gap", ["none", "access", "three"])
+def test_a_run_grown_copy_by_copy_stays_one_run(gap: str) -> None:
     """An editor tailing a log that fails every request: each append adds a copy; the run goes
     on from where the last scan left it (not a new run at each append)."""
     rng = random.Random(11)
-    copies = [request_error(rng, LOGGED.format(pid=100, src=245, ts="{ts}"), True, False) for _ in range(12)]
+    copies = [
+        one_request_error(rng, LOGGED.format(pid=100, src=245, ts="{ts}"), True, False) + gap_lines(rng, gap)
+        for _ in range(12)
+    ]
     head = "(APIServer pid=100) INFO 10-03 21:00:00 [api_server.py:1805] vLLM API server version 0.11.0\n"
     analyzer, previous = Analyzer(CATALOG), None
     text = head
@@ -253,16 +348,19 @@ def test_a_run_grown_copy_by_copy_stays_one_run() -> None:
     assert Analyzer(CATALOG).analyze(text, line_table=True) == analyzer.analyze(text, line_table=True)
 
 
-def test_the_benchmark_log_of_request_errors_is_one_run(tmp_path) -> None:
+@pytest.mark.parametrize("shape", ["all-error", "request-errors"])
+def test_the_benchmark_log_of_request_errors_is_one_run(shape: str, tmp_path) -> None:
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     from make_log import make_log
 
-    path = tmp_path / "all-error.log"
-    info = make_log(path, shape="all-error", megabytes=0.3)
+    path = tmp_path / f"{shape}.log"
+    info = make_log(path, shape=shape, megabytes=0.3)
     scan = assert_alike(path.read_bytes())
-    assert sum(run.skipped for run in scan.repeats) == info.tracebacks - 2
+    (run,) = scan.repeats
+    # (The first and last copies are read; the log may end inside a request, whose part is read.)
+    assert info.tracebacks - 3 <= run.skipped <= info.tracebacks - 2
     assert len(scan_lines(LogIndex(path.read_bytes()), CATALOG).tracebacks) < 10
 
 
@@ -309,13 +407,15 @@ def _message_part(line: str) -> int:
 
 
 def repeated_in_place(text: str, rng: random.Random) -> str | None:
-    """`text` with one of its tracebacks (and the line above it, sometimes) printed again 2-6
-    times right after it, the numbers in the copies' messages drawn anew (their widths too)."""
+    """`text` with one of its tracebacks (and the line above it, sometimes; and the lines after
+    it, up to three, sometimes: whatever the log printed there) printed again 2-6 times right
+    after it, the numbers in the copies' messages drawn anew (their widths too)."""
     folds = Analyzer(CATALOG).analyze(text).folds
     if not folds:
         return None
     lines = text.split("\n")
     first, last = rng.choice(folds)
+    last = min(len(lines) - 2, last + rng.choice([0, 0, 1, 2, 3]))
     block = lines[max(0, first - rng.choice([0, 0, 1])) : last + 1]
 
     def renumbered(line: str) -> str:

@@ -3,7 +3,9 @@
 A server that fails every request the same way (a prompt over the context length, a client
 that keeps disconnecting) logs the same traceback for each request, one right after the other,
 tens of thousands of times: the same writer, the same frames, the same exception; only the
-timestamps, the token counts and the request ids differ, and those are digits. The scan reads
+timestamps, the token counts and the request ids differ, and those are digits. Between two
+copies there may be a few lines of others, the same each time: the request's access-log line
+(`"POST /v1/chat/completions HTTP/1.1" 400 Bad Request`), another logger's record. The scan reads
 the first copy of such a run (`scan.scan_lines`), then compares the text that follows with it,
 a copy at a time at C speed: the copies between the first and the last are counted, not read;
 the last is read as usual (what follows a run, a death most of all, is then read exactly as
@@ -14,7 +16,10 @@ the header, when there is one), each starting with the writer's prefix, holding 
 scan's marker literals. A copy is as many lines right after the previous copy, each starting
 with one prefix that is the first copy's but for its timestamp (the same process, pid and
 logger source: the same writer), whose text is the first copy's once each run of digits is
-written as one `0`. So its reading would take the same lines the same way: the reader's
+written as one `0`. A copy may end with up to `MAX_GAP` lines after its traceback (the gap),
+when the line after them starts the next copy: lines holding none of the scan's literals (no
+candidate, no marker: the scan reads nothing on them) and no colour code, which every copy
+has alike but for its digits (any writer's). So its reading would take the same lines the same way: the reader's
 decisions read the lines' shapes (`File "…", line N`, `Type: message`, indentation, the
 writer), never the value or the length of a number in a message or a timestamp. Its frames'
 line numbers and its message's numbers are its own: the analysis does not keep them; it keeps
@@ -54,6 +59,8 @@ if TYPE_CHECKING:
 MAX_COPY_SIZE = 1 << 16
 #: ... and at most this many lines: the work on a traceback that repeats nothing stays bounded.
 MAX_COPY_LINES = 1000
+#: The most lines a copy may end with after its traceback, before the next copy (see above).
+MAX_GAP = 3
 #: Whether runs are skipped at all (off: the reference the tests compare with).
 SKIP_REPEATS = True
 _MASK_STR = str.maketrans("123456789", "000000000")
@@ -80,12 +87,13 @@ _DIGIT_RUNS = regexes.compile(r"([0-9]+)")  # (split, the runs kept)
 _DIGIT_RUNS_ONLY = regexes.compile(r"[0-9]+")
 
 
-def copy_pattern(block: str, prefix: str, stamp: tuple[int, int], as_bytes: bool) -> re.Pattern:
+def copy_pattern(block: str, prefix: str, stamp: tuple[int, int], as_bytes: bool, gap: int = 0) -> re.Pattern:
     """The pattern a copy of `block` (the first copy's lines, each starting with `prefix`, its
-    timestamp at `stamp` in it; (0, 0): none) matches, from its start to its end (`match`):
-    as many lines, the first starting with `prefix` but for its timestamp (the same widths of
-    digits), every other with that same prefix, the rest of each line the block's once each run
-    of digits may be any other run of digits."""
+    timestamp at `stamp` in it; (0, 0): none; then `gap` lines of others) matches, from its
+    start to its end (`match`): as many lines, the first starting with `prefix` but for its
+    timestamp (the same widths of digits), every other but the gap's with that same prefix, the
+    rest of each line (a gap line: all of it) the block's once each run of digits may be any
+    other run of digits."""
     a, b = stamp
     head, tail = re.escape(prefix[:a]), re.escape(prefix[b:])
     own_time = "".join(
@@ -94,12 +102,21 @@ def copy_pattern(block: str, prefix: str, stamp: tuple[int, int], as_bytes: bool
         if part
     )
     rows = []
-    for number, row in enumerate(block.split("\n")[:-1]):
+    lines = block.split("\n")[:-1]
+    for number, row in enumerate(lines):
+        if number >= len(lines) - gap:
+            rows.append(_digits_any(row) + "\n")
+            continue
         time = f"(?P<t>{own_time})" if number == 0 else "(?P=t)"
-        rest = "[0-9]+".join(re.escape(part) for part in _DIGIT_RUNS_ONLY.split(row[len(prefix) :]))
+        rest = _digits_any(row[len(prefix) :])
         rows.append((head + time + tail if b > a else re.escape(prefix)) + rest + "\n")
     pattern = "".join(rows)
     return re.compile(pattern.encode("utf-8")) if as_bytes else re.compile(pattern)
+
+
+def _digits_any(text: str) -> str:
+    """A pattern of `text` whose runs of digits may be any others."""
+    return "[0-9]+".join(re.escape(part) for part in _DIGIT_RUNS_ONLY.split(text))
 
 
 def _end_of_lines(text: Text, newline: Text, start: int, count: int) -> int:
@@ -194,10 +211,16 @@ def marker_literals(literals: frozenset[str]) -> MarkerLiterals:
 
 
 def first_copy(
-    index: LogIndex, tb: Traceback, header: LogLine, header_start: int, literals: MarkerLiterals
+    index: LogIndex,
+    tb: Traceback,
+    header: LogLine,
+    header_start: int,
+    literals: MarkerLiterals,
+    gap_literals: MarkerLiterals,
 ) -> RepeatRun | None:
     """The run (no copy skipped yet) that copies of the traceback just read would make, when
-    they could be skipped; None otherwise."""
+    they could be skipped; None otherwise. `literals`: those no copy may hold (the markers);
+    `gap_literals`: those no line of a gap may hold (all the scan's)."""
     if tb.open or not tb.lines or tb.last_line <= tb.header_line or is_uncaught(tb):
         return None  # (a process's death is never one of many copies: each is read)
     prefix = writer_prefix(header)
@@ -210,39 +233,54 @@ def first_copy(
         first_start, first_line = index.line_start_at(header_start - 1), above.number
     lines = tb.last_line - first_line + 1
     end = _end_of_lines(text, newline, first_start, lines) if lines <= MAX_COPY_LINES else -1
-    if end < 0 or end - first_start > MAX_COPY_SIZE or not _next_line_alike(text, newline, first_start, end):
+    if end < 0 or end - first_start > MAX_COPY_SIZE:
         return None
-    piece = text[first_start:end]
+    next_start = _next_copy_start(text, newline, first_start, end)
+    if next_start < 0 or next_start - first_start > MAX_COPY_SIZE:
+        return None
+    piece = text[first_start:next_start]
     block = piece if isinstance(piece, str) else bytes(piece).decode("utf-8", "replace")
     rows = block.split("\n")[:-1]  # (the block ends with its last line's `\n`)
-    if "\r" in block or "\ufffd" in block or any(not row.startswith(prefix.text) for row in rows):
+    own, gap = rows[:lines], rows[lines:]
+    if "\r" in block or "\ufffd" in block or any(not row.startswith(prefix.text) for row in own):
         return None  # (a progress bar's bare `\r`; undecodable bytes: lengths would not agree)
     if literals.held_by(block):
         return None
+    if gap and ("\x1b" in (between := "\n".join(gap)) or gap_literals.held_by(between)):
+        return None  # (a gap line the scan would read, or whose text its parse would not be)
     stamp = _stamp_span(prefix.text, header.timestamp)
     return RepeatRun(
-        copy_pattern(block, prefix.text, stamp, not isinstance(piece, str)),
-        lines,
-        first_line + lines,
-        array("q", [end]),
+        copy_pattern(block, prefix.text, stamp, not isinstance(piece, str), len(gap)),
+        len(rows),
+        first_line + len(rows),
+        array("q", [next_start]),
         tb.header_line - first_line,
         LineRuns([n - first_line for n in tb.lines]).runs(),
         tuple(e.line - first_line for e in tb.chain),
     )
 
 
-def _next_line_alike(text: Text, newline: Text, first_start: int, end: int) -> bool:
-    """Whether the line at `end` reads as the line at `first_start` but for its digits: what a
-    copy starting at `end` needs first (most tracebacks are followed by something else: this
+def _next_copy_start(text: Text, newline: Text, first_start: int, end: int) -> int:
+    """The start of the line, at `end` or up to `MAX_GAP` lines after it, that reads as the
+    line at `first_start` but for its digits (-1: none): where a copy after the one from
+    `first_start` to `end` would start (most tracebacks are followed by something else: this
     is all they cost)."""
-    after = text.find(newline, end)  # type: ignore[arg-type]
-    if after < 0:
-        return False
-    first = text[first_start : text.find(newline, first_start)]  # type: ignore[arg-type]
-    following = text[end:after]
-    if isinstance(first, str) and isinstance(following, str):
-        return collapse_digits(first) == collapse_digits(following)
-    return collapse_digits(bytes(first)) == collapse_digits(bytes(following))  # type: ignore[arg-type]
+    first = _collapsed(text[first_start : text.find(newline, first_start)])  # type: ignore[arg-type]
+    at = end
+    for _ in range(MAX_GAP + 1):
+        after = text.find(newline, at)  # type: ignore[arg-type]
+        if after < 0:
+            return -1
+        if _collapsed(text[at:after]) == first:
+            return at
+        at = after + 1
+    return -1
+
+
+def _collapsed(piece: Text) -> str | bytes:
+    if isinstance(piece, str):
+        return collapse_digits(piece)
+    return collapse_digits(bytes(piece))
 
 
 def _stamp_span(prefix: str, timestamp: str | None) -> tuple[int, int]:
@@ -267,9 +305,9 @@ def skip_copies(index: LogIndex, run: RepeatRun, released: int) -> tuple[int, in
 
 
 def next_copy_end(tb: Traceback) -> int:
-    """The last line a copy right after `tb` could reach (its writer's line above the header
-    and its lines, again): where the scan looked to tell whether one follows."""
-    return tb.last_line + (tb.last_line - tb.header_line + 2)
+    """The last line a copy after `tb` could reach (a gap, its writer's line above the header,
+    its lines and its own gap): where the scan looked to tell whether one follows."""
+    return tb.last_line + (tb.last_line - tb.header_line + 2) + 2 * MAX_GAP
 
 
 def resume_point(index: LogIndex, runs: list[RepeatRun], stable: int) -> int:

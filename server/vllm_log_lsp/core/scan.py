@@ -185,7 +185,7 @@ def scan_lines(
     rows = iter(candidates)
     while (row := next(rows, None)) is not None:
         start, number = row
-        if start < read.skip_to:  # (a repeated traceback's copy, counted: see `repeats`)
+        if read.skip_start <= start < read.skip_to:  # (a repeated traceback's copy, counted: see `repeats`)
             if isinstance(candidates, ToolRows):
                 rows = candidates.from_offset(read.skip_to)
             continue
@@ -227,7 +227,10 @@ class _ReadLines:
         self.literals = marker_literals(
             frozenset(m.literal for kind in _SCANNED_KINDS for m in catalog.markers_of(kind))
         )
-        self.skip_to = -1  # candidates before this offset lie in skipped copies
+        self.gap_literals = marker_literals(frozenset(scan_literals(catalog)))
+        # Candidates from `skip_start` to before `skip_to` lie in skipped copies (those of the
+        # first copy, after the header just read, are read).
+        self.skip_start = self.skip_to = -1
         self.released = 0  # (pages of a mapped file the copies' comparison has passed)
 
     def add(self, tb: Traceback) -> None:
@@ -241,7 +244,7 @@ class _ReadLines:
         """Skip the copies of `tb` (just read) that follow it back to back, but the last."""
         if not repeats.SKIP_REPEATS:  # (read here: the tests turn it off)
             return
-        run = first_copy(index, tb, header, header_start, self.literals)
+        run = first_copy(index, tb, header, header_start, self.literals, self.gap_literals)
         if run is not None and self.skip_from(index, run):
             self.scan.repeats.append(run)
 
@@ -252,6 +255,7 @@ class _ReadLines:
         before = run.skipped
         found, added, self.released = skip_copies(index, run, self.released)
         if added:
+            self.skip_start = run.bounds[before]
             first = run.first_line + before * run.lines
             exceptions = tuple((at, at + 1) for at in run.exceptions)
             self.scan.consumed.add_periodic(first, run.lines, added, run.consumed)
