@@ -84,6 +84,8 @@ def collapse_digits(piece: AnyStr) -> AnyStr:
 
 
 _DIGIT_RUNS = regexes.compile(r"([0-9]+)")  # (split, the runs kept)
+_NO_DIGITS = re.compile(r"[^0-9]*")
+_NO_DIGIT_BYTES = re.compile(rb"[^0-9]*")
 _DIGIT_RUNS_ONLY = regexes.compile(r"[0-9]+")
 
 
@@ -93,30 +95,47 @@ def copy_pattern(block: str, prefix: str, stamp: tuple[int, int], as_bytes: bool
     start to its end (`match`): as many lines, the first starting with `prefix` but for its
     timestamp (the same widths of digits), every other but the gap's with that same prefix, the
     rest of each line (a gap line: all of it) the block's once each run of digits may be any
-    other run of digits."""
+    other run of digits.
+
+    The pattern depends on the block's text only with its digits collapsed: a traceback the log
+    printed before (the same error again, elsewhere) has its pattern made once (`_pattern_of`;
+    escaping a traceback's text for a pattern costs more than reading it)."""
     a, b = stamp
-    head, tail = re.escape(prefix[:a]), re.escape(prefix[b:])
     own_time = "".join(
         f"[0-9]{{{len(part)}}}" if _DIGIT_RUNS_ONLY.fullmatch(part) else re.escape(part)
         for part in _DIGIT_RUNS.split(prefix[a:b])
         if part
     )
-    rows = []
     lines = block.split("\n")[:-1]
-    for number, row in enumerate(lines):
-        if number >= len(lines) - gap:
-            rows.append(_digits_any(row) + "\n")
-            continue
-        time = f"(?P<t>{own_time})" if number == 0 else "(?P=t)"
-        rest = _digits_any(row[len(prefix) :])
-        rows.append((head + time + tail if b > a else re.escape(prefix)) + rest + "\n")
-    pattern = "".join(rows)
+    own = len(lines) - gap
+    texts = [row[len(prefix) :] for row in lines[:own]] + lines[own:]  # (a gap line: all of it)
+    timed = (prefix[:a], own_time, prefix[b:]) if b > a else None
+    return _pattern_of(prefix, timed, collapse_digits("\n".join(texts)), own, as_bytes)
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern_of(
+    prefix: str, timed: tuple[str, str, str] | None, texts: str, own: int, as_bytes: bool
+) -> re.Pattern:
+    """`copy_pattern`'s pattern: `own` lines of `prefix` (`timed`: the prefix around its
+    timestamp and the timestamp's pattern) then the gap's, `texts` the lines' texts but the
+    prefix, `\n`-joined, digits collapsed (each `0` a run of digits); made in one pass over the
+    text (`re.escape` writes a line break as `\\` and the break)."""
+    rests = _digits_any(texts).split("\\\n")
+    if timed is not None:
+        head, tail = re.escape(timed[0]), re.escape(timed[2])
+        first, others = f"{head}(?P<t>{timed[1]}){tail}", f"{head}(?P=t){tail}"
+    else:
+        first = others = re.escape(prefix)
+    rows = [first + rests[0], *(others + rest for rest in rests[1:own]), *rests[own:]]
+    pattern = "\n".join(rows) + "\n"
     return re.compile(pattern.encode("utf-8")) if as_bytes else re.compile(pattern)
 
 
 def _digits_any(text: str) -> str:
-    """A pattern of `text` whose runs of digits may be any others."""
-    return "[0-9]+".join(re.escape(part) for part in _DIGIT_RUNS_ONLY.split(text))
+    """A pattern of `text` whose runs of digits may be any others (`re.escape` leaves digits
+    as they are, so its runs of digits are the text's)."""
+    return _DIGIT_RUNS_ONLY.sub("[0-9]+", re.escape(text))
 
 
 def _end_of_lines(text: Text, newline: Text, start: int, count: int) -> int:
@@ -186,22 +205,25 @@ class RepeatRun:
 
 class MarkerLiterals:
     """Literals a copy must not hold (the scan's markers: a line holding one means more than
-    its traceback), found in one search; those with a digit also with their digits collapsed
-    (a copy with other digits might hold one where the first copy does not)."""
+    its traceback), looked for in a text with its digits collapsed, as literals with theirs
+    collapsed: a copy with other digits might hold one where the first copy does not (`EZ9`
+    where it reads `EZ1234`), and a literal without a digit is in a text exactly when it is in
+    that text collapsed."""
 
-    __slots__ = ("digits", "pattern")
+    __slots__ = ("_held", "literals")
 
     def __init__(self, literals: Iterable[str]) -> None:
-        ordered = sorted(set(literals), key=len, reverse=True)
-        self.pattern = re.compile("|".join(re.escape(literal) for literal in ordered)) if ordered else None
-        self.digits = tuple(collapse_digits(lit) for lit in ordered if _DIGIT_RUNS_ONLY.search(lit))
+        self.literals = tuple(sorted({collapse_digits(literal) for literal in literals}))
+        # (A text's answer kept: a log prints the same traceback again, digits aside.)
+        self._held = functools.lru_cache(maxsize=256)(self._held_by_collapsed)
 
     def held_by(self, block: str) -> bool:
         """Whether `block`, or a copy of it with other digits, might hold one of the literals."""
-        if self.pattern is not None and self.pattern.search(block):
-            return True
-        collapsed = collapse_digits(block)
-        return any(literal in collapsed for literal in self.digits)
+        return self._held(collapse_digits(block))
+
+    def _held_by_collapsed(self, collapsed: str) -> bool:
+        # (One C-speed `in` a literal: a few dozen over a block beat one alternation's search.)
+        return any(literal in collapsed for literal in self.literals)
 
 
 @functools.lru_cache(maxsize=8)
@@ -239,6 +261,8 @@ def first_copy(
     if next_start < 0 or next_start - first_start > MAX_COPY_SIZE:
         return None
     piece = text[first_start:next_start]
+    if not _next_copy_alike(text, newline, piece, next_start):
+        return None  # (what a copy matching the pattern needs: no pattern made for nothing)
     block = piece if isinstance(piece, str) else bytes(piece).decode("utf-8", "replace")
     rows = block.split("\n")[:-1]  # (the block ends with its last line's `\n`)
     own, gap = rows[:lines], rows[lines:]
@@ -265,16 +289,53 @@ def _next_copy_start(text: Text, newline: Text, first_start: int, end: int) -> i
     line at `first_start` but for its digits (-1: none): where a copy after the one from
     `first_start` to `end` would start (most tracebacks are followed by something else: this
     is all they cost)."""
-    first = _collapsed(text[first_start : text.find(newline, first_start)])  # type: ignore[arg-type]
+    first_line: str | bytes = text[first_start : text.find(newline, first_start)]  # type: ignore[arg-type]
+    first = _collapsed(first_line)
+    # (What comes before a line's first digit is not collapsed: a line that differs there is
+    # no copy's, told without collapsing it.)
+    head = first_line[: _digits_from(first_line)]
     at = end
     for _ in range(MAX_GAP + 1):
         after = text.find(newline, at)  # type: ignore[arg-type]
         if after < 0:
             return -1
-        if _collapsed(text[at:after]) == first:
+        if text[at : at + len(head)] == head and _collapsed(text[at:after]) == first:
             return at
         at = after + 1
     return -1
+
+
+def _digits_from(line: str | bytes) -> int:
+    """Where the first digit of `line` is (its length: none)."""
+    found = _NO_DIGITS.match(line) if isinstance(line, str) else _NO_DIGIT_BYTES.match(line)
+    return found.end() if found else 0
+
+
+def _next_copy_alike(text: Text, newline: Text, piece: str | bytes, start: int) -> bool:
+    """Whether the lines from `start` read as `piece` (the first copy, whole lines) but for their
+    digits: what a copy there needs to match the first copy's pattern (each run of digits the
+    pattern reads is one in the collapsed text), checked in C before the pattern is made."""
+    count = piece.count("\n") if isinstance(piece, str) else piece.count(b"\n")
+    end = _end_of_lines(text, newline, start, count)
+    if end < 0:
+        return False
+    following = text[start:end]
+    # The last lines first (tracebacks of one place differ in their exception, at the end; the
+    # lines after it are the gap's): most tracebacks that are no copy are told there.
+    tail = MAX_GAP + 2
+    if _collapsed(_last_lines(following, tail)) != _collapsed(_last_lines(piece, tail)):
+        return False
+    return _collapsed(following) == _collapsed(piece)
+
+
+def _last_lines(text: str | bytes, count: int) -> str | bytes:
+    """The last `count` lines of `text` (which ends with a line break), or all of it (split
+    from the end: as far as those lines)."""
+    if isinstance(text, str):
+        parts = text.rsplit("\n", count + 1)
+        return "\n".join(parts[1:]) if len(parts) == count + 2 else text
+    pieces = text.rsplit(b"\n", count + 1)
+    return b"\n".join(pieces[1:]) if len(pieces) == count + 2 else text
 
 
 def _collapsed(piece: Text) -> str | bytes:
