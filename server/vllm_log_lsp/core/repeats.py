@@ -61,6 +61,9 @@ MAX_COPY_SIZE = 1 << 16
 MAX_COPY_LINES = 1000
 #: The most lines a copy may end with after its traceback, before the next copy (see above).
 MAX_GAP = 3
+#: The texts (a traceback's, digits collapsed) whose markers' answer and copy pattern are kept:
+#: a log repeats a few kinds of error (each text at most `MAX_COPY_SIZE`: the memory is bounded).
+_TEXTS_KEPT = 32
 #: Whether runs are skipped at all (off: the reference the tests compare with).
 SKIP_REPEATS = True
 _MASK_STR = str.maketrans("123456789", "000000000")
@@ -113,7 +116,7 @@ def copy_pattern(block: str, prefix: str, stamp: tuple[int, int], as_bytes: bool
     return _pattern_of(prefix, timed, collapse_digits("\n".join(texts)), own, as_bytes)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=_TEXTS_KEPT)
 def _pattern_of(
     prefix: str, timed: tuple[str, str, str] | None, texts: str, own: int, as_bytes: bool
 ) -> re.Pattern:
@@ -215,7 +218,7 @@ class MarkerLiterals:
     def __init__(self, literals: Iterable[str]) -> None:
         self.literals = tuple(sorted({collapse_digits(literal) for literal in literals}))
         # (A text's answer kept: a log prints the same traceback again, digits aside.)
-        self._held = functools.lru_cache(maxsize=256)(self._held_by_collapsed)
+        self._held = functools.lru_cache(maxsize=_TEXTS_KEPT)(self._held_by_collapsed)
 
     def held_by(self, block: str) -> bool:
         """Whether `block`, or a copy of it with other digits, might hold one of the literals."""
