@@ -19,11 +19,12 @@ logger source: the same writer), whose text is the first copy's once each run of
 written as one `0`. A copy may end with up to `MAX_GAP` lines after its traceback (the gap),
 when the line after them starts the next copy: lines holding none of the scan's literals (no
 candidate, no marker: the scan reads nothing on them) and no colour code, which every copy
-has alike but for its digits (any writer's). So its reading would take the same lines the same way: the reader's
-decisions read the lines' shapes (`File "…", line N`, `Type: message`, indentation, the
-writer), never the value or the length of a number in a message or a timestamp. Its frames'
-line numbers and its message's numbers are its own: the analysis does not keep them; it keeps
-the run (`RepeatRun`), from which each copy's lines (its fold, the lines it consumed) follow.
+has alike but for its digits (any writer's). So its reading would take the same lines the
+same way: the reader's decisions read the lines' shapes (`File "…", line N`, `Type: message`,
+indentation, the writer), never the value or the length of a number in a message or a
+timestamp. Its frames' line numbers and its message's numbers are its own: the analysis does
+not keep them; it keeps the run (`RepeatRun`), from which each copy's lines (its fold, the
+lines it consumed) follow.
 
 What a skipped copy is not: a candidate root cause. The deaths, their root causes, phases and
 fixes are those of reading every copy (the first and the last copy are candidates, and a run
