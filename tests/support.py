@@ -261,6 +261,13 @@ def first_bad_utf8_byte(data: bytes) -> int | None:
     return None
 
 
+def skipped_copy_lines(scan) -> set[int]:  # (a `scan.Scan`)
+    """The lines of the copies of repeated tracebacks a scan counted, not read (`core.repeats`)."""
+    return {
+        n for run in scan.repeats for n in range(run.first_line, run.first_line + run.skipped * run.lines)
+    }
+
+
 def scan_values(scan) -> tuple[object, ...]:  # (a `scan.Scan`)
     """What a scan says, for comparing two scans: its candidate lines, events, symptoms, the lines
     its tracebacks consumed and their exception lines, and the tracebacks."""

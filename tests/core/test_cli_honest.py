@@ -180,7 +180,7 @@ def test_invalid_utf8_is_reported_wherever_it_is(tmp_path: Path) -> None:
         assert f"warning: invalid UTF-8 (first seen on line {line})" in result.stdout
 
 
-def test_first_invalid_utf8_finds_thefirst_bad_utf8_byte() -> None:
+def test_first_invalid_utf8_finds_the_first_bad_byte() -> None:
     good = "ascii and ünïcödé — ok\n".encode() * 1000
     assert first_invalid_utf8(good) is None
     assert first_invalid_utf8(good + b"\xff") == len(good)

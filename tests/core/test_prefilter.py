@@ -581,4 +581,4 @@ def test_a_tools_rows_are_read_by_their_numbers_whatever_the_lines_hold(kind: st
     ],
 )
 def test_a_tools_output_is_read_as_rows_or_refused(output: bytes, rows) -> None:
-    assert prefilter._parse_rows(output) == rows
+    assert prefilter.parse_rows(output) == rows

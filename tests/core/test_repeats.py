@@ -31,6 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support import skipped_copy_lines
 from vllm_log_lsp.core import repeats
 from vllm_log_lsp.core.analyze import Analyzer
 from vllm_log_lsp.core.catalog import builtin_catalog
@@ -161,14 +162,6 @@ def analyses(text: str | bytes) -> tuple[Analysis, Scan, Analysis, Scan]:
     return fast, skipping._scan, slow, reading._scan  # type: ignore[return-value]
 
 
-def skipped_lines(scan: Scan) -> set[int]:
-    return {
-        line
-        for run in scan.repeats
-        for line in range(run.first_line, run.first_line + run.skipped * run.lines)
-    }
-
-
 def without_copies(finding: Finding) -> Finding:
     """A finding but for what names other candidates: a skipped copy is none, so the candidates
     a finding says it considered, and the other copies of its root cause, leave them out."""
@@ -184,7 +177,7 @@ def assert_alike(text: str | bytes) -> Scan:
     ]
     assert not differing, differing
     assert [without_copies(f) for f in fast.findings] == [without_copies(f) for f in slow.findings]
-    skipped = skipped_lines(fast_scan)
+    skipped = skipped_copy_lines(fast_scan)
     for quick, full in zip(fast.findings, slow.findings, strict=True):
         assert set(quick.related_lines) <= set(full.related_lines)
         reasons = {c.line: c.why_not for c in full.considered}

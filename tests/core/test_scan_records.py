@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from support import CRASH, CRASH2, CRASH3, read_log
+from support import CRASH, CRASH2, CRASH3, read_log, skipped_copy_lines
 from vllm_log_lsp.core import scan as scan_mod
 from vllm_log_lsp.core.catalog import builtin_catalog
 from vllm_log_lsp.core.prefilter import candidate_lines
@@ -50,9 +50,7 @@ def test_the_scan_keeps_every_candidate_line_but_frames_and_code(path) -> None:
     scan = scan_lines(index, CATALOG)
     skipped = set(scan.consumed) - set(scan.exception_lines)
     # (and the lines of the copies of a repeated traceback, counted, not read: see `repeats`)
-    skipped.update(
-        n for run in scan.repeats for n in range(run.first_line, run.first_line + run.skipped * run.lines)
-    )
+    skipped |= skipped_copy_lines(scan)
     assert set(scan.lines) == _candidates(index) - skipped
     looked_up = {cand.event.traceback_start or cand.event.line for cand in scan.events}
     looked_up.update(tb.header_line for tb in scan.tracebacks)

@@ -1,5 +1,5 @@
 """A large tool output's rows are read as they are asked for (`prefilter.ToolRows`), and give
-exactly what parsing the whole output gives (`_parse_rows`, cut at the text's length by
+exactly what parsing the whole output gives (`parse_rows`, cut at the text's length by
 `_within`): from the start, from any offset (a bisection in the output), as checkpoints; an
 output with a line that is not a row is refused; a real rg run over a log whose every line is a
 candidate hands the analysis such rows, with the same answer as the rows parsed whole.
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vllm_log_lsp.core import prefilter
-from vllm_log_lsp.core.prefilter import ToolRows, _parse_rows, _within, search_tool
+from vllm_log_lsp.core.prefilter import ToolRows, _within, parse_rows, search_tool
 
 
 def output_of(rows: list[tuple[int, int]], texts: list[bytes]) -> bytes:
@@ -39,7 +39,7 @@ def tool_outputs(draw) -> tuple[bytes, list[tuple[int, int]]]:
 @given(data=tool_outputs(), offset=st.integers(-5, 40_000), limit=st.integers(0, 40_000))
 def test_rows_read_lazily_are_the_rows_parsed_whole(data, offset: int, limit: int) -> None:
     output, rows = data
-    assert _parse_rows(output) == rows
+    assert parse_rows(output) == rows
     lazy = ToolRows.of(output, limit) if output else None
     if not output:
         return

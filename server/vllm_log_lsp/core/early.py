@@ -131,11 +131,7 @@ def utf8_command(binary: str, path: str) -> list[str]:
 def start_utf8(path: str) -> Callable[[], bytes | None] | None:
     """Start the UTF-8 search of the file at `path` (`utf8_command`) now, when rg and in-memory
     files are there; a function waiting for its output (None when it failed), or None."""
-    if os.environ.get("VLLM_LOG_LSP_NO_GREP") or not hasattr(os, "memfd_create"):
-        return None
-    from .tools import find_program
-
-    binary = find_program("rg")
+    binary = _rg() if _may_search() else None
     if binary is None:
         return None
     try:
@@ -163,16 +159,14 @@ def start(argv: Sequence[str]) -> bool:
     True when processes were started."""
     global _search, _cached_groups, _attempted
     path = _the_file(argv)
-    if path is None or os.environ.get("VLLM_LOG_LSP_NO_GREP") or not hasattr(os, "memfd_create"):
+    if path is None or not _may_search():
         return False
     identity = _identity(path)
     if identity is None or identity[2] < TOOL_THRESHOLD:
         return False
     _attempted = True
     _cached_groups = _read_groups()
-    from .tools import find_program
-
-    binary = find_program("rg")
+    binary = _rg()
     if binary is None:
         return False
     _start_utf8_search(binary, path, identity)
@@ -230,6 +224,17 @@ def _start_utf8_search(binary: str, path: str, identity: tuple[int, ...]) -> Non
     except OSError:
         return
     _utf8_search = search
+
+
+def _may_search() -> bool:
+    """Whether searches may run here: tools not turned off, in-memory files (Linux)."""
+    return not os.environ.get("VLLM_LOG_LSP_NO_GREP") and hasattr(os, "memfd_create")
+
+
+def _rg() -> str | None:
+    from .tools import find_program  # (where a workspace cannot plant one)
+
+    return find_program("rg")
 
 
 def _the_file(argv: Sequence[str]) -> str | None:

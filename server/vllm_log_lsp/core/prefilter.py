@@ -206,7 +206,7 @@ def _file_tool_groups(
         if len(output) >= LAZY_ROWS and not index.has_cr and (lazy := ToolRows.of(output, len(index))):
             found.append(lazy)  # type: ignore[arg-type]  # (numbered, read when iterated)
             continue
-        rows = _parse_rows(output) if group else []
+        rows = parse_rows(output) if group else []
         if rows:
             rows = _within(rows, len(index))
         if rows and index.has_cr:
@@ -729,7 +729,7 @@ def _tool_scan(
     first_line = index.line_of(begin) if begin else 0
     # In a str index, byte offsets become code-point offsets (free when the text is ASCII).
     convert = isinstance(text, str) and not text.isascii()
-    rows = _parse_rows(output)
+    rows = parse_rows(output)
     if rows is None:
         return None
     found: list[tuple[int, int | None]] = []
@@ -833,7 +833,7 @@ class ToolRows:
         return lo
 
 
-def _parse_rows(output: bytes) -> list[tuple[int, int]] | None:
+def parse_rows(output: bytes) -> list[tuple[int, int]] | None:
     """(byte offset, 0-based line number) of each `LINE:BYTEOFFSET:text` row, in the order the
     pre-filter's lines are kept; None when a row is not one. (Matched in place, into the one
     list kept: for every line of a 100 MB log a list of the rows, or a second list of pairs,

@@ -342,10 +342,12 @@ def _last_lines(text: str | bytes, count: int) -> str | bytes:
     return b"\n".join(pieces[1:]) if len(pieces) == count + 2 else text
 
 
-def _collapsed(piece: Text) -> str | bytes:
+def _collapsed(piece: str | bytes) -> str | bytes:
+    """`collapse_digits` of a slice of the text (an editor's str, or a file's bytes: a mapping's
+    slice is bytes already; the two calls are one each for the type checker's `AnyStr`)."""
     if isinstance(piece, str):
         return collapse_digits(piece)
-    return collapse_digits(bytes(piece))
+    return collapse_digits(piece)
 
 
 def _stamp_span(prefix: str, timestamp: str | None) -> tuple[int, int]:

@@ -55,7 +55,6 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
     (b"\xff\xfe", "utf-16-le"),
     (b"\xfe\xff", "utf-16-be"),
 )
-_UTF8_BOM = codecs.BOM_UTF8
 # C0 controls a text log never holds (tab, newlines, form feed, backspace and ESC it may).
 _BINARY_BYTES = bytes([*range(0x01, 0x08), 0x0E, 0x0F, *range(0x10, 0x1B), *range(0x1C, 0x20), 0x7F])
 
@@ -180,17 +179,16 @@ def first_invalid_utf8_in_rows(data: Buffer, rows: bytes | None) -> int | None:
     to the first invalid one; the rest of `data` only when rg stopped at its most rows. Rows
     that do not fit `data` (None: rg failed; not a line start: rg read other bytes) leave the
     whole check to `first_invalid_utf8`."""
-    if rows is None:
+    from .prefilter import parse_rows  # (the pre-filter reads files: it imports this module)
+
+    listed = parse_rows(rows) if rows is not None else None
+    if listed is None:
         return first_invalid_utf8(data)
-    skip = len(_UTF8_BOM) if data[: len(_UTF8_BOM)] == _UTF8_BOM else 0  # (rg counts without it)
-    listed = rows.split(b"\n")[:-1]
+    bom = codecs.BOM_UTF8
+    skip = len(bom) if data[: len(bom)] == bom else 0  # (rg counts without it)
     checked = 0  # (every byte before is valid)
-    for row in listed:
-        _, _, rest = row.partition(b":")
-        offset, colon, _ = rest.partition(b":")
-        if not colon or not offset.isdigit():
-            return first_invalid_utf8(data)
-        start = int(offset) + skip
+    for offset, _ in listed:
+        start = offset + skip
         if start >= len(data):  # (a line written after `data` was read)
             break
         if start < checked or (start > skip and data[start - 1 : start] != b"\n"):
