@@ -196,3 +196,52 @@ def test_a_prefix_learned_from_a_short_text_is_learned_again_as_it_grows() -> No
     cut = len("\n".join(plain + frames)) + 1  # (too few prefixed lines to learn from)
     grow(text, [cut], told=True)
     assert fresh(text).findings
+
+
+def _interleaved(raw: bool, after: int) -> str:
+    """Two writers' tracebacks interleaved: the API server's (a raw `(Name pid=N) ` prefix, or
+    a logged `ERROR` one), ended by its process's next line, ends while the engine's, whose
+    header comes `after` of its lines, is still being printed, a dozen lines later."""
+    api = "(APIServer pid=1) " if raw else "(APIServer pid=1) ERROR 01-31 14:21:03 [serving.py:88] "
+    engine = "(EngineCore_DP0 pid=17822) ERROR 01-31 14:21:03 [core.py:946] "
+    first = [
+        f"{api}Traceback (most recent call last):",
+        f'{api}  File "/workspace/vllm/vllm/renderers/mistral.py", line 40, in safe_apply_chat_template',
+        f"{api}    raise ValueError(message)",
+        f"{api}ValueError: Unexpected role 'tool' after role 'user'",
+        f'{api}INFO:     127.0.0.1:40000 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request',
+    ]
+    second = [
+        f"{engine}Traceback (most recent call last):",
+        f'{engine}  File "/workspace/vllm/vllm/v1/engine/core.py", line 701, in run_engine_core',
+        f"{engine}    engine_core.run_busy_loop()",
+        f'{engine}  File "/workspace/vllm/vllm/v1/engine/core.py", line 728, in run_busy_loop',
+        f"{engine}    raise RuntimeError('boom')",
+        f"{engine}RuntimeError: boom",
+    ]
+    # (Requests served meanwhile: the cut falls far enough after the API server's traceback
+    # that it is not read again as a possible first copy of a repeat, see `repeats`.)
+    served = [f'{api}INFO:     127.0.0.1:4000{n} - "GET /metrics HTTP/1.1" 200 OK' for n in range(12)]
+    lines = first[:after] + second[:2] + first[after:] + served + second[2:]
+    return "\n".join(["INFO 01-31 14:20:59 [api_server.py:1] vLLM API server version 0.11.0", *lines]) + "\n"
+
+
+def test_a_traceback_read_past_the_header_of_one_read_again() -> None:
+    """A traceback that ended before the cut but read lines after another writer's header (their
+    prints interleave) keeps those lines when the other traceback, still open at the cut, is read
+    again: they are not read as events of their own (the grown analysis named the API server's
+    exception twice: once from the traceback kept, once read again as a line of its own). Cut at
+    every line start and one character into every line."""
+    for raw in (True, False):
+        for after in (1, 2, 3, 4):
+            text = _interleaved(raw, after)
+            whole = Analyzer()
+            whole.analyze(text, line_table=True)
+            events = [c.event.line for c in whole._scan.events]
+            starts = [0, *(at + 1 for at, char in enumerate(text) if char == "\n")][:-1]
+            for cut in sorted({c for start in starts for c in (start, start + 1)} - {0}):
+                analyzer = Analyzer()
+                analyzer.analyze(text[:cut], line_table=True)
+                grown = analyzer.analyze(text, line_table=True, grown_from=text[:cut])
+                assert_same(grown, fresh(text), f"cut at {cut}")
+                assert [c.event.line for c in analyzer._scan.events] == events, f"cut at {cut}"

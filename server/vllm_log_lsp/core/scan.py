@@ -464,17 +464,26 @@ def truncate_scan(scan: Scan, line: int) -> Scan:
     run starts whose marker lies before, wherever the run starts: the scan from `line` on does
     not read that marker again)."""
     kept_starts = [at for at, marker in enumerate(scan.run_start_markers) if marker < line]
+    kept = [tb for tb in scan.tracebacks if tb.header_line < line and not tb.open]
+    consumed, exception_lines = scan.consumed.below(line), scan.exception_lines.below(line)
+    # A kept traceback may have read lines from `line` on: its writer's lines went on past the
+    # header of another writer's traceback that is read again (still open at the old end).
+    # They stay its own, as a fresh scan takes them: read again, they would be another event.
+    # (A traceback's lines are taken in order: only those that reach the line are looked at.)
+    reaching = [tb for tb in kept if tb.lines and tb.lines[-1] >= line]
+    consumed.update(number for tb in reaching for number in tb.lines if number >= line)
+    exception_lines.update(e.line for tb in reaching for e in tb.chain if e.line >= line)
     return Scan(
         lines=scan.lines.below(line),
         offsets=scan.offsets.below(line),
-        tracebacks=[tb for tb in scan.tracebacks if tb.header_line < line and not tb.open],
+        tracebacks=kept,
         symptoms=[item for item in scan.symptoms if item[0].line < line],
         events=[c for c in scan.events if (c.traceback.header_line if c.traceback else c.event.line) < line],
         run_starts=[scan.run_starts[at] for at in kept_starts],
         run_start_markers=[scan.run_start_markers[at] for at in kept_starts],
         precursors=[item for item in scan.precursors if item[0].line < line],
-        consumed=scan.consumed.below(line),
-        exception_lines=scan.exception_lines.below(line),
+        consumed=consumed,
+        exception_lines=exception_lines,
         repeats=[
             run.cut(min(run.skipped, (line - run.first_line) // run.lines))
             for run in scan.repeats
