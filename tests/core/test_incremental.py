@@ -245,3 +245,28 @@ def test_a_traceback_read_past_the_header_of_one_read_again() -> None:
                 grown = analyzer.analyze(text, line_table=True, grown_from=text[:cut])
                 assert_same(grown, fresh(text), f"cut at {cut}")
                 assert [c.event.line for c in analyzer._scan.events] == events, f"cut at {cut}"
+
+
+@SOME
+@given(
+    st.sampled_from(sorted(TEXTS)),
+    st.sampled_from(sorted(TEXTS)),
+    st.randoms(use_true_random=False),
+    st.lists(st.floats(0, 1), min_size=1, max_size=4),
+)
+def test_interleaved_logs_grow_as_a_fresh_analysis(
+    first: str, second: str, rng, fractions: list[float]
+) -> None:
+    """Two logs' lines interleaved, as processes writing to one file print them (each keeps its
+    order), grown at any cut: the analysis equals a fresh one. Their tracebacks interleave, and
+    one that ends before a cut may have read past the header of another still open there."""
+    ours, theirs = TEXTS[first].splitlines(keepends=True), TEXTS[second].splitlines(keepends=True)[:300]
+    lines = []
+    for line in ours:
+        lines.append(line)
+        while theirs and rng.random() < 0.3:
+            lines.append(theirs.pop(0))
+    text = "".join(lines + theirs)
+    delicate = delicate_cuts(text)
+    picked = [delicate[int(f * len(delicate)) % len(delicate)] for f in fractions] if delicate else []
+    grow(text, [int(f * len(text)) for f in fractions] + picked, told=True)
