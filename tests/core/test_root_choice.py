@@ -455,6 +455,117 @@ def test_a_learned_prefix_raises_no_alarm_on_a_healthy_log(prefix: str) -> None:
     assert analyze(text).findings == ()
 
 
+# -- a collector's column before every line of a log with few vLLM lines -----------------------------
+# What `kubectl logs --prefix`, stern (plain and coloured) and kubetail put before each line.
+COLLECTOR_COLUMNS = [
+    "[pod/vllm-7d9f8b-x2x/vllm] ",
+    "vllm-7d9f8b-x2x vllm ",
+    "\x1b[32mvllm-7d9f8b-x2x\x1b[0m \x1b[33mvllm\x1b[0m ",
+    "[vllm-7d9f8b-x2x] ",
+]
+
+# An offline script's death: one vLLM line, then Python's bare traceback (no process prefix).
+OFFLINE_DEATH = [
+    "INFO 01-07 10:00:00 [__init__.py:216] Automatically detected platform cuda.",
+    "Traceback (most recent call last):",
+    '  File "/app/run.py", line 13, in <module>',
+    "    llm = LLM(model='m', max_model_len=131072)",
+    '  File "/x/vllm/entrypoints/llm.py", line 22, in __init__',
+    "    self.llm_engine = LLMEngine.from_engine_args(engine_args)",
+    '  File "/x/vllm/config.py", line 50, in __post_init__',
+    "    raise ValueError(",
+    "ValueError: User-specified max_model_len (131072) is greater than the derived max_model_len "
+    "(max_position_embeddings=32768 or model_max_length=None in model's config.json).",
+]
+
+# A message that goes on over indented lines (multiprocessing's, raised in a spawned child).
+SPAWN_DEATH = [
+    "INFO 01-07 10:00:00 [__init__.py:216] Automatically detected platform cuda.",
+    "Traceback (most recent call last):",
+    '  File "<string>", line 1, in <module>',
+    '  File "/usr/lib/python3.12/multiprocessing/spawn.py", line 122, in spawn_main',
+    "    exitcode = _main(fd, parent_sentinel)",
+    '  File "/usr/lib/python3.12/multiprocessing/spawn.py", line 140, in _check_not_importing_main',
+    "    raise RuntimeError('''",
+    "RuntimeError:",
+    "        An attempt has been made to start a new process before the",
+    "        current process has finished its bootstrapping phase.",
+    "",
+    "        This probably means that you are not using fork to start your",
+    "        child processes and you have forgotten to use the proper idiom",
+    "        in the main module:",
+]
+
+# torch's own rank prefix after the column (a run under torchrun).
+RANK_DEATH = [
+    "INFO 01-07 10:00:00 [__init__.py:216] Automatically detected platform cuda.",
+    "[rank1]: Traceback (most recent call last):",
+    '[rank1]:   File "/app/run.py", line 13, in <module>',
+    "[rank1]:     llm = LLM(model='m', tensor_parallel_size=2)",
+    '[rank1]:   File "/x/vllm/distributed/parallel_state.py", line 40, in init',
+    "[rank1]:     torch.distributed.barrier()",
+    "[rank1]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3356, "
+    "unhandled cuda error, NCCL version 2.21.5",
+]
+
+
+def _answer(text: str) -> list[tuple[int, str, str, str | None]]:
+    """Each finding's line, rule, root text and the process of its exception."""
+    return [
+        (f.line, f.rule_id, f.root_text, f.exception.process if f.exception else None)
+        for f in analyze(text).findings
+    ]
+
+
+@pytest.mark.parametrize("column", COLLECTOR_COLUMNS)
+@pytest.mark.parametrize("death", [OFFLINE_DEATH, SPAWN_DEATH, RANK_DEATH], ids=["offline", "spawn", "rank"])
+def test_a_column_before_every_line_is_learned_with_few_vllm_lines(column: str, death: list[str]) -> None:
+    """A log gathered from a pod has the pod's column before every line, also before the lines
+    that start no vLLM line (`  File …`, a message's indented lines): it is learned from the
+    few that do, and the answer is the one without it. The traceback's and the message's own
+    indentation stays theirs; torch's `[rank1]: ` after the column is read as in any log."""
+    plain = _answer(_log(death))
+    assert plain and plain[0][1] != "unrecognized"
+    assert _answer(_log(death, column)) == plain
+    assert _answer(_log(death, column, "\r\n")) == plain
+
+
+def test_a_column_on_some_lines_only_is_not_learned() -> None:
+    """Learned from few vLLM lines only when it leads nearly every line: a column before half of
+    them is not one."""
+    from vllm_log_lsp.core.lines import learn_outer_prefix
+
+    column = COLLECTOR_COLUMNS[0]
+    half = [column + line if n % 2 else line for n, line in enumerate(OFFLINE_DEATH)]
+    assert learn_outer_prefix(half) is None
+    assert learn_outer_prefix([column + line for line in OFFLINE_DEATH]) is not None
+
+
+@pytest.mark.parametrize("indent", ["    ", "\t", "> "])
+@pytest.mark.parametrize("death", [OFFLINE_DEATH, SPAWN_DEATH, RANK_DEATH], ids=["offline", "spawn", "rank"])
+def test_a_log_pasted_indented_answers_as_the_log(indent: str, death: list[str]) -> None:
+    """A log pasted into a Markdown code block or a quote has the same indentation before every
+    line: it is taken off exactly, the traceback keeps its own."""
+    assert _answer(_log(death, indent)) == _answer(_log(death))
+
+
+def test_every_corpus_log_answers_alike_under_a_collectors_column() -> None:
+    """The corpus, each log under one of the columns in turn: the same deaths, root-cause lines
+    and rules as without (healthy logs stay healthy)."""
+    from support import CRASH, CRASH2, CRASH3, HEALTHY, read_log
+
+    logs = [p for folder in (CRASH, CRASH2, CRASH3, HEALTHY) for p in sorted(folder.glob("*.log"))]
+    differ = []
+    for at, path in enumerate(logs):
+        text = read_log(path)
+        column = COLLECTOR_COLUMNS[at % len(COLLECTOR_COLUMNS)]
+        prefixed = "\n".join(column + line for line in text.split("\n"))
+        plain = [(f.line, f.rule_id) for f in analyze(text).findings]
+        if [(f.line, f.rule_id) for f in analyze(prefixed).findings] != plain:
+            differ.append(path.name)
+    assert not differ
+
+
 def test_no_prefix_is_learned_where_the_known_formats_take_lines_apart() -> None:
     from support import CRASH, CRASH2, CRASH3, HEALTHY, read_log
     from vllm_log_lsp.core.lines import learn_outer_prefix

@@ -416,21 +416,64 @@ def learn_outer_prefix(lines: Iterable[str]) -> re.Pattern[str] | None:
     with digits generalised, as a pattern anchored at the line start. None: nothing to learn."""
     shapes: Counter[str] = Counter()
     anchored = 0
+    cleans: list[str] = []
     for raw in lines:
         clean, _ = strip_ansi(raw[:400])
+        cleans.append(clean)
         start = _VLLM_START.search(clean, 0, _MAX_PREFIX + 80)
         if start is None:
             continue
         anchored += 1
         if start.start() == 0 or start.start() > _MAX_PREFIX or _known_prefix_ends_at(clean, start.start()):
             continue
-        shapes[_shape(clean[: start.start()])] += 1
+        shapes[_shape(clean[: _unknown_end(clean, start.start())])] += 1
     if not shapes:
         return None
     shape, count = shapes.most_common(1)[0]
-    if count < _LEARN_MIN_LINES or count < _LEARN_SHARE * anchored:
+    if count >= _LEARN_MIN_LINES and count >= _LEARN_SHARE * anchored:
+        return re.compile(shape)
+    return _leading_every_line(shape, cleans)
+
+
+# A prefix seen before too few vLLM lines is learned when it leads this share of all the lines.
+_EVERY_LINE_SHARE = 0.9
+
+
+def _leading_every_line(shape: str, cleans: list[str]) -> re.Pattern[str] | None:
+    """`shape` as the outer prefix when it leads nearly every non-blank line (`_EVERY_LINE_SHARE`
+    of them, at least `_LEARN_MIN_LINES`), though few lines show vLLM's start after it: a pod's
+    log gathered by `kubectl logs --prefix` or stern puts its column before every line, and a
+    short log, or an offline script's bare traceback (`  File …` lines start no vLLM line), has
+    few such starts; a log pasted indented (a Markdown code block) has the same spaces before
+    every line (the shape ends in its own white space, so the lines keep their indentation).
+    Not where the known runtime prefixes take it apart."""
+    pattern = re.compile(shape)
+    texts = [clean for clean in cleans if clean.strip()]
+    # (A line whose start the known runtime prefixes take apart, a collector's timestamp, is not
+    # led by a column of its own.)
+    led = sum(
+        1 for clean in texts if (found := pattern.match(clean)) and _outer_prefixes(clean, 0) < found.end()
+    )
+    if len(texts) < _LEARN_MIN_LINES or led < _EVERY_LINE_SHARE * len(texts):
         return None
-    return re.compile(shape)
+    return pattern
+
+
+def _unknown_end(clean: str, end: int) -> int:
+    """Where the part of `clean[:end]` that no known prefix takes apart ends: the first place
+    after white space from which the runtime and process prefixes `parse_line` knows reach
+    `end` (a pod's column before torch's `[rank0]: `: the column is learned, the rank is read
+    as in any log), else `end`."""
+    for space in _SPACES.finditer(clean, 0, end):
+        pos = _outer_prefixes(clean, space.end())
+        while clean.startswith(_PROCESS_FIRST, pos) and (match := _PROCESS.match(clean, pos)):
+            pos = match.end()
+        if pos >= end:
+            return space.end()
+    return end
+
+
+_SPACES = regexes.compile(r"\s+")
 
 
 def _known_prefix_ends_at(clean: str, end: int) -> bool:
@@ -448,12 +491,15 @@ def _known_prefix_ends_at(clean: str, end: int) -> bool:
 
 
 def _shape(prefix: str) -> str:
-    """A prefix as a pattern: digit runs and white-space runs generalised, the rest literal."""
+    """A prefix as a pattern: digit runs and white-space runs generalised, the rest literal; but
+    the white space that ends it is itself (after it the line's own text begins, whose
+    indentation is its own: a traceback's `  File` and code lines, a message's next lines)."""
     out = []
-    for token in re.findall(r"\d+|\s+|[^\d\s]+", prefix):
+    tokens = re.findall(r"\d+|\s+|[^\d\s]+", prefix)
+    for at, token in enumerate(tokens):
         if token[0].isdigit():
             out.append(r"\d+")
-        elif token[0].isspace():
+        elif token[0].isspace() and at < len(tokens) - 1:
             out.append(r"\s+")
         else:
             out.append(re.escape(token))
