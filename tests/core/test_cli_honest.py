@@ -66,6 +66,39 @@ def test_unicode_with_a_byte_order_mark_is_decoded(tmp_path: Path, encoding: str
     assert report_of(path) == report_of(OOM)
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+@pytest.mark.parametrize("size", ["small", "mapped"])
+def test_utf16_without_a_byte_order_mark_is_decoded(tmp_path: Path, encoding: str, size: str) -> None:
+    """A log written as UTF-16 with no byte-order mark (iconv, a Windows tool) was read as text
+    with a NUL every second byte: "no engine death", a healthy answer to input it never read.
+    Every second byte of mostly-ASCII UTF-16 is NUL, on one side only: it is decoded; as a
+    file small or large enough to be mapped (which is read instead), and on standard input."""
+    text = OOM.read_text(encoding="utf-8")
+    if size == "mapped":  # (the same death, repeated after a healthy log's lines)
+        text = (HEALTHY / sorted(p.name for p in HEALTHY.glob("*.log"))[0]).read_text(
+            encoding="utf-8"
+        ) * 40 + text
+    data = text.encode(encoding)
+    path = tmp_path / "windows.log"
+    path.write_bytes(data)
+    plain = tmp_path / "plain.log"
+    plain.write_text(text, encoding="utf-8")
+    assert report_of(path) == report_of(plain)
+    piped = run("check", "-", stdin=data)
+    assert piped.stdout.replace("<stdin>", "LOG") == report_of(plain)
+
+
+def test_nul_bytes_on_both_sides_are_not_utf16(tmp_path: Path) -> None:
+    """A NUL hole (a truncated log) or binary data with NULs everywhere is not taken for UTF-16."""
+    from vllm_log_lsp.core.source import _utf16_without_bom
+
+    assert _utf16_without_bom(bytes(512)) is None
+    assert _utf16_without_bom(OOM.read_bytes()[:512]) is None
+    assert _utf16_without_bom(b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 2) is None
+    assert _utf16_without_bom("INFO 10-03 started".encode("utf-16-le")) == "utf-16-le"
+    assert _utf16_without_bom("INFO 10-03 started".encode("utf-16-be")) == "utf-16-be"
+
+
 def test_a_log_truncated_in_place_is_read_after_its_nul_bytes(tmp_path: Path) -> None:
     """logrotate's copytruncate leaves a hole of NUL bytes, larger than any sniffing window."""
     path = tmp_path / "rotated.log"

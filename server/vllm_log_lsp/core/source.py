@@ -102,7 +102,7 @@ def _read_regular(handle: BinaryIO, path: str, max_stream_bytes: int) -> Buffer:
     size = os.fstat(handle.fileno()).st_size
     if size == 0:  # empty, or a file whose size is not known in advance (/proc)
         return _read_stream(handle, max_stream_bytes, path)
-    if size >= MMAP_THRESHOLD and not _needs_decoding(handle.read(8)):
+    if size >= MMAP_THRESHOLD and not _needs_decoding(handle.read(_UTF16_SNIFF)):
         try:
             return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError):
@@ -112,7 +112,35 @@ def _read_regular(handle: BinaryIO, path: str, max_stream_bytes: int) -> Buffer:
 
 
 def _needs_decoding(head: bytes) -> bool:
-    return _compression(head) is not None or head.startswith(tuple(mark for mark, _ in _BOMS))
+    """Whether bytes starting with `head` (`_UTF16_SNIFF` of them, or all there are) are
+    compressed, or text to re-encode as UTF-8."""
+    return (
+        _compression(head) is not None
+        or head.startswith(tuple(mark for mark, _ in _BOMS))
+        or _utf16_without_bom(head) is not None
+    )
+
+
+#: Bytes read to tell UTF-16 without a byte-order mark (`_utf16_without_bom`).
+_UTF16_SNIFF = 512
+
+
+def _utf16_without_bom(head: bytes) -> str | None:
+    """`utf-16-le` or `utf-16-be` when `head` is UTF-16 text without a byte-order mark (a
+    Windows tool's output, iconv's): a log is mostly ASCII, whose UTF-16 code units have a NUL
+    high byte, so nearly every second byte is NUL, on one side only. UTF-8 text has no NUL; a
+    NUL-padded or truncated file (logrotate's copytruncate) has them on both sides; binary data
+    has them anywhere. None otherwise."""
+    sample = head[: _UTF16_SNIFF & ~1]
+    if len(sample) < 16:
+        return None
+    even, odd = sample[0::2], sample[1::2]
+    even_nul, odd_nul = even.count(0) / len(even), odd.count(0) / len(odd)
+    if odd_nul >= 0.7 and even_nul <= 0.05:
+        return "utf-16-le"
+    if even_nul >= 0.7 and odd_nul <= 0.05:
+        return "utf-16-be"
+    return None
 
 
 def open_regular(path: str) -> BinaryIO:
@@ -402,7 +430,7 @@ def _decompress(data: bytes, kind: str, limit: int, name: str) -> bytes:
 
 def refused_start(head: bytes) -> bool:
     """Whether the first block of an input is what `open_log` refuses (binary data, only NULs)."""
-    if _needs_decoding(head[:8]):
+    if _needs_decoding(head[:_UTF16_SNIFF]):
         return False
     try:
         _refuse_binary(head[:SNIFF_BYTES], "")
@@ -414,7 +442,7 @@ def refused_start(head: bytes) -> bool:
 def prepare_stream_bytes(data: bytes, name: str) -> LogSource:
     """A log from bytes already read from a stream (`name` for messages), as `open_log` reads
     standard input: decompressed, re-encoded, refused when binary; or raise `LogReadError`."""
-    if not _needs_decoding(data[:8]):
+    if not _needs_decoding(data[:_UTF16_SNIFF]):
         _refuse_binary(data[:SNIFF_BYTES], name)
     return _prepare(data, name)
 
@@ -457,6 +485,10 @@ def _prepare(data: bytes, name: str, limit: int = MAX_STREAM_BYTES) -> LogSource
             else:
                 data = data[len(mark) :]
             break
+    else:
+        utf16 = _utf16_without_bom(data[:_UTF16_SNIFF])
+        if utf16 is not None:
+            data = data.decode(utf16, "replace").encode("utf-8", "surrogatepass")
     return _checked(data, name, plain_path=None)
 
 
