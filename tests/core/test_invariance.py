@@ -1,0 +1,85 @@
+"""Changes to a log that must not change its answer, over every corpus log.
+
+A log reaches the tool through terminals, collectors and copies that add to its lines without
+changing what vLLM printed: colour codes (vLLM colours its process prefixes on a terminal), a
+collector's timestamp or host before every line, lines of other programs in between. Each
+transformation here is applied to every crash and healthy log of the corpus, and the deaths
+must be the same: the same rule on the same line (the same root text where lines move).
+`test_root_choice` does the same for Kubernetes pod columns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+
+from support import CRASH, CRASH2, CRASH3, HEALTHY, read_log
+from vllm_log_lsp.core.analyze import analyze
+
+LOGS = [p for folder in (CRASH, CRASH2, CRASH3, HEALTHY) for p in sorted(folder.glob("*.log"))]
+TEXTS = {f"{p.parent.name}/{p.name}": read_log(p) for p in LOGS}
+_PROCESS = re.compile(r"(?m)^\(([A-Za-z_][\w.\-]* pid=\d+)\)")
+
+
+def _coloured(text: str) -> str:
+    """vLLM's process prefixes coloured as it prints them to a terminal."""
+    return _PROCESS.sub(lambda m: f"\x1b[1;36m({m.group(1)})\x1b[0;0m", text)
+
+
+def _each_line(prefix: Callable[[int], str]) -> Callable[[str], str]:
+    def apply(text: str) -> str:
+        lines = text.split("\n")
+        return "\n".join(
+            prefix(n) + line if line or n < len(lines) - 1 else line for n, line in enumerate(lines)
+        )
+
+    return apply
+
+
+# A collector's column before every line: docker's and kubectl's timestamps, journald's.
+COLUMNS: dict[str, Callable[[str], str]] = {
+    "docker -t": _each_line(lambda n: f"2025-10-31T16:32:{n % 60:02d}.{n:09d}Z "),
+    "kubectl --timestamps": _each_line(lambda n: f"2025-10-31T16:32:{n % 60:02d}.{n % 999_999:06d}+00:00 "),
+    "journalctl": _each_line(lambda n: f"Oct 31 16:32:{n % 60:02d} gpu-node-1 vllm[4242]: "),
+}
+
+
+def _deaths(text: str) -> list[tuple[int, str]]:
+    return [(f.line, f.rule_id) for f in analyze(text).findings]
+
+
+@pytest.mark.parametrize("name", sorted(COLUMNS))
+def test_a_collectors_column_changes_no_answer(name: str) -> None:
+    transform = COLUMNS[name]
+    differ = [log for log, text in TEXTS.items() if _deaths(transform(text)) != _deaths(text)]
+    assert not differ
+
+
+def test_colour_codes_change_no_answer() -> None:
+    coloured = {log: _coloured(text) for log, text in TEXTS.items()}
+    differ = [
+        log for log, text in coloured.items() if text != TEXTS[log] and _deaths(text) != _deaths(TEXTS[log])
+    ]
+    assert not differ
+    assert sum(text != TEXTS[log] for log, text in coloured.items()) > 40  # (most logs have process prefixes)
+
+
+def test_lines_of_other_programs_in_between_change_no_cause() -> None:
+    """A line of another program (a monitoring agent sharing the terminal) after every 20th
+    line, not inside an indented block: the same causes with the same root text."""
+
+    def noisy(text: str) -> str:
+        out = []
+        for n, line in enumerate(text.split("\n")):
+            out.append(line)
+            if n % 20 == 19 and not line.startswith((" ", "\t")):
+                out.append(f"[2025-01-01 00:00:{n % 60:02d}] node-exporter: disk usage {n % 90}%")
+        return "\n".join(out)
+
+    def causes(text: str) -> list[tuple[str, str]]:
+        return [(f.rule_id, f.root_text) for f in analyze(text).findings]
+
+    differ = [log for log, text in TEXTS.items() if causes(noisy(text)) != causes(text)]
+    assert not differ
