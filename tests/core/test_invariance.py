@@ -66,6 +66,30 @@ def test_colour_codes_change_no_answer() -> None:
     assert sum(text != TEXTS[log] for log, text in coloured.items()) > 40  # (most logs have process prefixes)
 
 
+# How the tool that showed a log writes a colour code's ESC: `cat -v`, a JSON string, a Python
+# string, a shell's escape, the symbol; and a copy that lost it.
+WRITTEN_ESC = {
+    "cat -v": "^[",
+    "json": "\\u001b",
+    "python": "\\x1b",
+    "shell": "\\033",
+    "symbol": "\u241b",
+    "lost": "",
+}
+
+
+@pytest.mark.parametrize("form", sorted(WRITTEN_ESC))
+def test_colour_codes_written_out_change_no_answer(form: str) -> None:
+    """A log copied from a viewer that shows the colour codes instead of colouring: the codes
+    are taken out as the terminal's are (before, `^[[1;36m(EngineCore pid=1)` hid the process
+    and two corpus logs lost their death)."""
+    shown = {log: _coloured(text).replace("\x1b", WRITTEN_ESC[form]) for log, text in TEXTS.items()}
+    differ = [
+        log for log, text in shown.items() if text != TEXTS[log] and _deaths(text) != _deaths(TEXTS[log])
+    ]
+    assert not differ
+
+
 def test_lines_of_other_programs_in_between_change_no_cause() -> None:
     """A line of another program (a monitoring agent sharing the terminal) after every 20th
     line, not inside an indented block: the same causes with the same root text."""

@@ -13,7 +13,7 @@ from support import lsp_lines
 from vllm_log_lsp.core import text as text_module
 from vllm_log_lsp.core.analyze import analyze
 from vllm_log_lsp.core.lines import parse_line
-from vllm_log_lsp.core.text import LogIndex, decode_log, strip_ansi
+from vllm_log_lsp.core.text import LogIndex, decode_log, may_hold_colour, strip_ansi
 
 line_text = st.text(alphabet=st.sampled_from(list("ab \t€😀模\r\n")), max_size=60)
 
@@ -238,3 +238,26 @@ def test_a_cut_line_does_not_read_as_invalid_utf8() -> None:
     broken = LogIndex(b"ok\nbad \xff here\n")
     broken.line_at(3)
     assert broken.invalid_utf8_line == 1
+
+
+@pytest.mark.parametrize("esc", ["\x1b", "^[", "\\u001b", "\\u001B", "\\x1b", "\\033", "\\e", "\u241b"])
+def test_a_colour_code_is_taken_out_however_its_esc_is_written(esc: str) -> None:
+    """The terminal's ESC, and the ways a viewer writes it out; the columns map back."""
+    line = f"{esc}[1;36m(APIServer pid=1){esc}[0;0m ERROR 10-03 21:00:01 [a.py:1] {esc}[31mboom{esc}[m"
+    clean, columns = strip_ansi(line)
+    assert clean == "(APIServer pid=1) ERROR 10-03 21:00:01 [a.py:1] boom"
+    assert columns is not None and line[columns[clean.index("boom")] :].startswith("boom")
+    assert may_hold_colour(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        r"C:\models\x1b\weights.bin not found",  # (a path: no `[…m` after the backslash form)
+        r"regex \e[a-z] in a message",
+        "^[[ not a colour code",
+        "plain (APIServer pid=1) line",
+    ],
+)
+def test_text_that_only_looks_like_a_written_esc_is_kept(line: str) -> None:
+    assert strip_ansi(line)[0] == line

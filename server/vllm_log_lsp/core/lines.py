@@ -26,7 +26,7 @@ from sys import intern
 
 from . import regexes
 from .model import LogLine
-from .text import ESCAPE, MASK_DIGITS, ColumnMap, strip_ansi
+from .text import MASK_DIGITS, ColumnMap, may_hold_colour, strip_ansi
 
 _OUTER = regexes.compile(
     r"""
@@ -195,7 +195,7 @@ class WriterPrefix:
     def message_of(self, raw: str) -> str | None:
         """The message of `raw` (one line) when it parses as a line of this writer with the text
         after the prefix as its message; None when it might not (then parse it)."""
-        if not raw.startswith(self.text) or ESCAPE in raw or "m(" in raw:  # (`strip_ansi`'s test)
+        if not raw.startswith(self.text) or may_hold_colour(raw):
             return None
         length = self.length
         # After a bare prefix (it ends in a space), a rest starting with one more space starts no
@@ -247,7 +247,7 @@ def writer_prefix(line: LogLine) -> WriterPrefix | None:
     """
     clean = line.text
     parsing = _LEARNED.get()
-    if ESCAPE in clean or "m(" in clean or parsing.learned is not None:
+    if may_hold_colour(clean) or parsing.learned is not None:
         return None
     layout = _remembered_layout(clean, parsing)
     prefix = clean[: layout.message_start]

@@ -33,7 +33,7 @@ from .model import Span
 from .outline import run_boundaries
 from .prefilter import Numbered, candidate_lines_by_group
 from .records import dataclass, field, replace
-from .text import MASK_DIGITS, LogIndex
+from .text import MASK_DIGITS, LogIndex, may_hold_colour
 
 # `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
 TYPE_CHECKING = False
@@ -331,7 +331,7 @@ def _masked(text: str) -> bytes:
 def _plannable(raw: str) -> bool:
     """Whether a line parses as its own text (no colour code: `strip_ansi`'s test) and is ASCII:
     only such a line's layout is its masked text."""
-    return raw.isascii() and "\x1b" not in raw and "m(" not in raw
+    return raw.isascii() and not may_hold_colour(raw)
 
 
 def _part_spans(tail: str) -> dict[str, tuple[int, int]]:

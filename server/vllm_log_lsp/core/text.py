@@ -59,7 +59,26 @@ _ANSI = regexes.compile(
     # A colour code whose ESC byte was lost in a copy (GitHub, a terminal paste) around vLLM's
     # process prefix: `[0;36m(EngineCore pid=1)[0;0m `.
     r"|\[(?:\d{1,3};)*\d{1,3}m(?=\()|(?<=\))\[(?:\d{1,3};)*\d{1,3}m"
+    # A colour code whose ESC the tool that showed the log wrote out: `cat -v`'s `^[`, a JSON
+    # or Python string's `\u001b` and `\x1b`, a shell's `\033` and `\e`, the symbol `␛`.
+    r"|(?:\^\[|\\u001[bB]|\\x1[bB]|\\033|\\e|\u241b)\[(?:\d{1,3};)*\d{0,3}m"
 )
+#: How a colour code's ESC is written out after a backslash (`may_hold_colour`).
+_ESCAPED_ESC = ("\\u001", "\\x1", "\\033[", "\\e[")
+
+
+def may_hold_colour(line: str) -> bool:
+    """Whether `line` may hold a colour code (`strip_ansi` changes nothing in any other): an ESC,
+    a code that lost its ESC before a parenthesis (`m(`), or one whose ESC is written out. Parts
+    of the parse that read a line as its own text (layouts remembered, a writer's lines sliced)
+    ask this first. (Five `in` tests, the backslash forms behind one: it is asked per line.)"""
+    return (
+        ESCAPE in line
+        or "m(" in line
+        or "^[[" in line
+        or "\u241b" in line
+        or ("\\" in line and any(form in line for form in _ESCAPED_ESC))
+    )
 
 
 def decode_log(data: bytes) -> tuple[str, list[str]]:
@@ -119,7 +138,7 @@ def strip_ansi(line: str) -> tuple[str, ColumnMap | None]:
     """Remove ANSI escape sequences. Returns (clean, colmap) where colmap[i] is the column in the
     original line of clean column i (i up to the clean text's length); None when nothing was
     removed."""
-    if "\x1b" not in line and "m(" not in line:
+    if not may_hold_colour(line):
         return line, None
     pieces: list[str] = []
     at: list[int] = []
