@@ -12,8 +12,8 @@ done
 # shellcheck disable=SC1091
 . .venv/bin/activate
 echo "==> ruff"
-ruff check server tests benchmarks grammars
-ruff format --check server tests benchmarks grammars
+ruff check server tests benchmarks grammars scripts
+ruff format --check server tests benchmarks grammars scripts
 echo "==> mypy"
 mypy
 echo "==> pytest"
