@@ -710,3 +710,62 @@ def test_a_python_exception_that_states_the_npu_error_stays_the_root() -> None:
     ]
     [finding] = analyze(_log([*ASCEND_START, *tb, *[head + line for line in _cann_block()]])).findings
     assert finding.line == len(ASCEND_START) + 3
+
+
+# -- a paste of a log's last lines, starting inside a traceback ---------------------------------------
+HEADLESS_NCCL = [
+    '  File "/x/vllm/distributed/device_communicators/pynccl.py", line 118, in all_reduce',
+    "    self.nccl.ncclAllReduce(buffer_type(tensor.data_ptr()),",
+    '  File "/x/vllm/distributed/device_communicators/pynccl_wrapper.py", line 223, in NCCL_CHECK',
+    '    raise RuntimeError(f"NCCL error: {error_str}")',
+    "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+    "ERROR 10-30 13:46:29 api_server.py:186] RPCServer process died before responding to readiness probe",
+]
+HEADLESS_ENGINE = [
+    '  File "/x/vllm/v1/engine/utils.py", line 1010, in wait_for_engine_startup',
+    '    raise RuntimeError("Engine core initialization failed. "',
+    "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+]
+WRITERS = ["", "(Worker_TP0 pid=4) ", "(EngineCore_DP0 pid=2) ERROR 05-22 10:26:17 [core.py:1] "]
+TRACEBACK_LINE = "Traceback (most recent call last):"
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+@pytest.mark.parametrize("frames", [HEADLESS_NCCL, HEADLESS_ENGINE], ids=["nccl", "engine"])
+def test_a_frames_source_line_is_no_root_cause_without_its_header(writer: str, frames: list[str]) -> None:
+    """A paste that starts inside a traceback has frames without their header. A frame's source
+    line (`raise RuntimeError(f"NCCL error: {error_str}")`) is code, not a message: the root cause
+    is the exception line, as it is with the header (before, the code line was named the root
+    cause, its f-string placeholder quoted as the error)."""
+    lines = [writer + line if n < len(frames) else line for n, line in enumerate(frames)]
+    headless = analyze(_log(lines)).findings
+    whole = analyze(_log([writer + TRACEBACK_LINE, *lines])).findings
+    exception_line = next(n for n, line in enumerate(frames) if line.startswith("RuntimeError:"))
+    assert [(f.line, f.root_text) for f in headless] == [(exception_line, frames[exception_line])]
+    assert [(f.rule_id, f.root_text) for f in headless] == [(f.rule_id, f.root_text) for f in whole]
+
+
+def test_an_indented_line_below_no_frame_is_still_read() -> None:
+    """Only a line right below the same writer's frame line is taken for its code."""
+    from vllm_log_lsp.core.lines import parse_line
+    from vllm_log_lsp.core.scan import _frame_code
+    from vllm_log_lsp.core.text import LogIndex
+
+    text = _log(
+        [
+            '(A pid=1)   File "/x/a.py", line 1, in f',
+            '(A pid=1)     raise RuntimeError(f"NCCL error: {e}")',
+            '(B pid=2)     raise RuntimeError(f"NCCL error: {e}")',
+            "(A pid=1) INFO 01-01 00:00:00 [a.py:1] waiting",
+            "(A pid=1)     NCCL error: unhandled cuda error",
+        ]
+    )
+    index = LogIndex(text)
+
+    def code(number: int) -> bool:
+        start = index.line_start(number)
+        return _frame_code(index, parse_line(number, text.split("\n")[number]), start)
+
+    assert code(1)
+    assert not code(2)  # (another writer's line below the frame)
+    assert not code(4)  # (below a message, not a frame)

@@ -20,7 +20,14 @@ from .records import dataclass, field, replace
 from .repeats import RepeatRun, first_copy, marker_literals, skip_copies
 from .source import release_pages
 from .text import LogIndex
-from .tracebacks import TRACEBACK_HEADER, BodyMemo, Traceback, read_traceback, standalone_exception
+from .tracebacks import (
+    TRACEBACK_HEADER,
+    BodyMemo,
+    Traceback,
+    is_frame_line,
+    read_traceback,
+    standalone_exception,
+)
 
 # Literals that flag lines worth parsing besides the catalog's markers.
 _BASE_LITERALS = ("Traceback (most recent call last)", "Error", "Exception", "Interrupt", "SystemExit")
@@ -380,6 +387,8 @@ def _classify_line(
     """Interpret one candidate line; whether the analysis will look it up again by its number
     (the line of an event of its own: see `CandidateLines`)."""
     message = line.message
+    if not taken and _frame_code(index, line, start):
+        return False  # (what a read traceback's frame takes: nothing to classify)
     if (run_start := restarts.found.get(line.number)) is not None:
         scan.run_starts.append(run_start)
         scan.run_start_markers.append(line.number)
@@ -430,6 +439,20 @@ def _classify_line(
     if standalone is not None:
         scan.events.append(Candidate(standalone, tier=0))
     return standalone is not None or bool(symptom and inner)
+
+
+def _frame_code(index: LogIndex, line: LogLine, start: int) -> bool:
+    """Whether `line` is the source line of a traceback frame whose header the text does not
+    hold (a paste of a log's last lines starts inside a traceback): indented, right below the
+    same writer's `  File "…", line N, in f`. It is code (`raise RuntimeError(f"NCCL error:
+    {error_str}")`), never a message: read with its header it is a frame's, and a root cause
+    named after it was the source of the error, not the error."""
+    if not line.message[:1].isspace() or line.number == 0:
+        return False
+    for number, text in index.iter_lines_back(start, line.number, 1):
+        above = parse_line(number, text)
+        return above.stream == line.stream and is_frame_line(above.message)
+    return False
 
 
 def _add_logged_message(scan: Scan, tb: Traceback) -> None:

@@ -695,6 +695,11 @@ class _ChainReader:
         self.tb.cut_frames = tuple(self.frames)
 
 
+def is_frame_line(message: str) -> bool:
+    """Whether a line's message is a traceback frame's `  File "…", line N, in f` line."""
+    return message.lstrip().startswith("File ") and _FRAME.match(message) is not None
+
+
 def standalone_exception(line: LogLine) -> ExceptionEvent | None:
     """An exception line seen without its traceback (a tail-only paste, a one-line error)."""
     message = clean_message(line.message).strip()
