@@ -631,7 +631,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[rules_option],
         help="diagnose log files (exit 0: no engine death, 1: engine died, 2: unreadable)",
         description="Diagnose vLLM logs: plain or vLLM's JSON format, gzip/bzip2/xz-compressed, UTF-8 or "
-        "UTF-16 with a BOM.",
+        "UTF-16 (with or without a BOM).",
         epilog=EXIT_CODES_HELP + ". With --fix SCRIPT: exit 0: nothing to change, 1: a diff was printed "
         "(and written with --write), 2: LOG or SCRIPT unreadable, or SCRIPT malformed (reason on stderr).",
     )

@@ -412,8 +412,9 @@ _MAX_PREFIX = 120
 
 def learn_outer_prefix(lines: Iterable[str]) -> re.Pattern[str] | None:
     """The log's own outer prefix, when most of its vLLM lines start with one the known formats
-    do not take apart (a collector's timestamp and host, a pod column, a job name): its shape,
-    with digits generalised, as a pattern anchored at the line start. None: nothing to learn."""
+    do not take apart (a collector's timestamp and host, a pod column, a job name), or, in a log
+    with few vLLM lines, when it leads nearly every line (`_leading_every_line`): its shape, with
+    digits generalised, as a pattern anchored at the line start. None: nothing to learn."""
     shapes: Counter[str] = Counter()
     anchored = 0
     cleans: list[str] = []
@@ -459,6 +460,9 @@ def _leading_every_line(shape: str, cleans: list[str]) -> re.Pattern[str] | None
     return pattern
 
 
+_SPACES = regexes.compile(r"\s+")
+
+
 def _unknown_end(clean: str, end: int) -> int:
     """Where the part of `clean[:end]` that no known prefix takes apart ends: the first place
     after white space from which the runtime and process prefixes `parse_line` knows reach
@@ -471,9 +475,6 @@ def _unknown_end(clean: str, end: int) -> int:
         if pos >= end:
             return space.end()
     return end
-
-
-_SPACES = regexes.compile(r"\s+")
 
 
 def _known_prefix_ends_at(clean: str, end: int) -> bool:

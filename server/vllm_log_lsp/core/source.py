@@ -7,7 +7,8 @@ input must not answer "healthy".
 
 The result is the UTF-8 bytes the analysis reads (`core.text.LogIndex` takes them as they are):
 a large plain file is mapped, not read; gzip, bzip2, xz and zstd (with a zstd library) are
-decompressed (rotated logs are normal); UTF-16/UTF-32 with a byte-order mark (PowerShell's `>`) are re-encoded as UTF-8.
+decompressed (rotated logs are normal); UTF-16/UTF-32 with a byte-order mark (PowerShell's `>`),
+and UTF-16 without one (`_utf16_without_bom`), are re-encoded as UTF-8.
 """
 
 from __future__ import annotations
