@@ -52,7 +52,6 @@ PHASE_DISAGREEMENTS = {
     "122.log": "unknown",
     # - a model-architecture check, requests served before the paste began.
     "121.log": "unknown",
-    "125.log": "unknown",
     "131.log": "unknown",
     # The OSError comes from the processor/tokenizer load in EngineCore's init, which vLLM runs
     # before its `Starting to load model` marker: the log never entered model loading.
@@ -61,9 +60,6 @@ PHASE_DISAGREEMENTS = {
     # building its serving objects. The label calls that start-up; we report the last phase the
     # run entered, which is the engine's warm-up.
     "102.log": "warmup",
-    # stdout and stderr were captured separately: the traceback comes after every stdout line,
-    # and its frames (neuronx-cc compile) match no phase frame; no load marker precedes it.
-    "106.log": "startup",
     # Inductor autotuning ran inside the memory-profiling run (`profile_run` frames): both
     # readings hold; the frames say profiling.
     "109.log": "memory_profiling",

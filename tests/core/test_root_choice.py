@@ -769,3 +769,71 @@ def test_an_indented_line_below_no_frame_is_still_read() -> None:
     assert code(1)
     assert not code(2)  # (another writer's line below the frame)
     assert not code(4)  # (below a message, not a frame)
+
+
+FRAMES_SPAWN = [
+    '  File "/usr/lib/python3.12/multiprocessing/spawn.py", line 122, in spawn_main',
+    "    exitcode = _main(fd, parent_sentinel)",
+    "               ^^^^^^^^^^^^^^^^^^^^^^^^^^",
+    '  File "/usr/lib/python3.12/multiprocessing/spawn.py", line 140, in _check_not_importing_main',
+    "    raise RuntimeError('''",
+    "RuntimeError:",
+    "        An attempt has been made to start a new process before the",
+    "        current process has finished its bootstrapping phase.",
+]
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+@pytest.mark.parametrize("spacing", ["single", "double"])
+@pytest.mark.parametrize(
+    "frames", [HEADLESS_NCCL[:5], HEADLESS_ENGINE, FRAMES_SPAWN], ids=["nccl", "engine", "spawn"]
+)
+def test_a_traceback_without_its_header_is_read_from_its_first_frame(
+    writer: str, spacing: str, frames: list[str]
+) -> None:
+    """Frames, their code and carets, then the exception (its message over indented lines), with
+    no header above: read as the traceback they are, from the first frame, with the header's
+    answer: the same cause, root text and frames. Written by one writer, single- or
+    double-spaced (a copy with a blank line after each)."""
+
+    def lines(with_header: bool) -> list[str]:
+        body = [writer + line for line in ([TRACEBACK_LINE] if with_header else []) + frames]
+        return [x for line in body for x in ([line, ""] if spacing == "double" else [line])]
+
+    whole = analyze(
+        _log(["INFO 01-07 10:00:00 [api_server.py:1] vLLM API server version 0.11.0", *lines(True)])
+    )
+    headless = analyze(
+        _log(["INFO 01-07 10:00:00 [api_server.py:1] vLLM API server version 0.11.0", *lines(False)])
+    )
+    # (Double-spaced, the spawn message's lines are cut from it by the blank lines: none then.)
+    assert whole.findings or (spacing == "double" and frames is FRAMES_SPAWN)
+    assert [(f.rule_id, f.root_text) for f in headless.findings] == [
+        (f.rule_id, f.root_text) for f in whole.findings
+    ]
+    frames_of = [
+        tuple(fr.path for fr in f.exception.frames) if f.exception else () for f in headless.findings
+    ]
+    assert frames_of == [
+        tuple(fr.path for fr in f.exception.frames) if f.exception else () for f in whole.findings
+    ]
+    # The frames are read as one traceback (one fold), as with the header.
+    assert len(headless.folds) == len(whole.folds) == 1
+
+
+def test_an_exception_below_indented_text_that_is_no_frame_is_read_alone() -> None:
+    """An exception line under an indented block with no frame line in reach (a dumped config)
+    is no traceback's: it is read as a line of its own, as before."""
+    from vllm_log_lsp.core.lines import parse_line
+    from vllm_log_lsp.core.scan import _headless_start
+    from vllm_log_lsp.core.text import LogIndex
+
+    dumped = ["Config:", *[f"    key_{n}: {n}" for n in range(12)], "ValueError: bad config"]
+    text = _log(dumped)
+    index = LogIndex(text)
+    last = len(dumped) - 1
+    assert _headless_start(index, parse_line(last, dumped[last]), index.line_start(last)) is None
+    # ... and a frame further up than a frame's code reaches is not taken either.
+    far = ['  File "/x/a.py", line 1, in f', *dumped[1:]]
+    index = LogIndex(_log(far))
+    assert _headless_start(index, parse_line(last, far[last]), index.line_start(last)) is None

@@ -24,7 +24,9 @@ from .tracebacks import (
     TRACEBACK_HEADER,
     BodyMemo,
     Traceback,
+    is_caret_or_elision,
     is_frame_line,
+    looks_like_exception,
     read_traceback,
     standalone_exception,
 )
@@ -207,8 +209,10 @@ def scan_lines(
         line = restarts.lines.pop(number, None)
         if line is None:
             line = _candidate(index, start, number, parsed)
-        scan.offsets[number] = start
         looked_up = _classify_line(index, markers, scan, line, start, taken, read, parsed, restarts)
+        if looked_up is None:
+            continue  # (a frame or its code, of a traceback without its header: not kept)
+        scan.offsets[number] = start
         scan.lines.add(line, looked_up)
     return scan
 
@@ -383,12 +387,17 @@ def _classify_line(
     read: _ReadLines,
     parsed: dict[int, LogLine],
     restarts: _RunStartsAhead,
-) -> bool:
+) -> bool | None:
     """Interpret one candidate line; whether the analysis will look it up again by its number
-    (the line of an event of its own: see `CandidateLines`)."""
+    (the line of an event of its own: see `CandidateLines`); None: the line is a traceback's
+    frame or code whose header the text does not hold, which the scan does not keep (as it does
+    not keep those of a traceback read from its header)."""
     message = line.message
-    if not taken and _frame_code(index, line, start):
-        return False  # (what a read traceback's frame takes: nothing to classify)
+    if not taken and (is_frame_line(message) or _frame_code(index, line, start)):
+        return None
+    if not taken and (headless := _headless_start(index, line, start)) is not None:
+        _read_headless(index, scan, read, parsed, restarts, *headless)
+        taken = True  # (this line is the traceback's exception line now)
     if (run_start := restarts.found.get(line.number)) is not None:
         scan.run_starts.append(run_start)
         scan.run_start_markers.append(line.number)
@@ -449,10 +458,75 @@ def _frame_code(index: LogIndex, line: LogLine, start: int) -> bool:
     named after it was the source of the error, not the error."""
     if not line.message[:1].isspace() or line.number == 0:
         return False
-    for number, text in index.iter_lines_back(start, line.number, 1):
-        above = parse_line(number, text)
-        return above.stream == line.stream and is_frame_line(above.message)
+    for number, text in index.iter_lines_back(start, line.number, _BLANKS_BETWEEN + 1):
+        if text.strip():  # (blank lines between: a double-spaced copy)
+            above = parse_line(number, text)
+            return above.stream == line.stream and is_frame_line(above.message)
     return False
+
+
+#: The most blank lines between a traceback's lines that are passed over (a double-spaced copy).
+_BLANKS_BETWEEN = 2
+
+
+#: How far above an exception line the frames of a traceback without its header are looked for,
+#: and the most lines a frame's code, carets and elisions take.
+_HEADLESS_REACH = 400
+_FRAME_BODY = 8
+
+
+def _headless_start(index: LogIndex, line: LogLine, start: int) -> tuple[int, LogLine] | None:
+    """(offset, parsed line) of the first frame line of the traceback whose exception `line` is,
+    when the text does not hold its header (a paste that starts inside it): `line` reads like an
+    exception and right above it are the same writer's frames (`  File "…", line N, in f`),
+    their code, carets and elisions, up to a line that is none of these. None otherwise (no
+    frame right above; or the header is there: its reader took these lines already)."""
+    if line.number == 0 or line.message[:1].isspace() or looks_like_exception(line.message) is None:
+        return None
+    first: tuple[int, LogLine] | None = None
+    since_frame = 0  # lines walked since the last frame line (a frame's code, carets, elisions)
+    for number, text in index.iter_lines_back(start, line.number, _HEADLESS_REACH):
+        if not text.strip():
+            continue  # (a blank line: the reader passes over them too, a double-spaced copy)
+        above = parse_line(number, text)
+        if above.stream != line.stream:
+            break
+        message = above.message
+        stripped = message.strip()
+        if not stripped:
+            continue  # (a writer's line with nothing after its prefix: passed over as a blank one)
+        if is_frame_line(message):
+            first, since_frame = (number, above), 0
+            continue
+        if message.rstrip().endswith(TRACEBACK_HEADER):
+            return None
+        since_frame += 1
+        if since_frame > _FRAME_BODY or not (message[:1].isspace() or is_caret_or_elision(message, stripped)):
+            break
+    if first is None:
+        return None
+    number, frame = first
+    return index.line_start(number), frame
+
+
+def _read_headless(
+    index: LogIndex,
+    scan: Scan,
+    read: _ReadLines,
+    parsed: dict[int, LogLine],
+    restarts: _RunStartsAhead,
+    offset: int,
+    first: LogLine,
+) -> None:
+    """Read the traceback without its header from its first frame line, as the scan reads one
+    from its header (its copies are not looked for: a run is told by its header)."""
+    tb = read_traceback(
+        index, offset, first, parsed, known=scan.lines, until=restarts.next_after(first), headless=True
+    )
+    read.add(tb)
+    scan.tracebacks.append(tb)
+    for event in tb.chain:
+        scan.events.append(Candidate(event, tier=0, traceback=tb))
 
 
 def _add_logged_message(scan: Scan, tb: Traceback) -> None:

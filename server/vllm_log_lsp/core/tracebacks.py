@@ -108,6 +108,9 @@ class Traceback:
     level: str | None = None
     open: bool = False  # reading reached the end of the text: more may follow in a growing log
     outer: str | None = None  # the header line's runtime prefix (the header is not kept parsed)
+    # Read without its header (a paste that starts inside it): `header_line` is its first frame
+    # line, a line no literal passes (looked up with a fallback where a header's would be).
+    headless: bool = False
 
     @property
     def last_line(self) -> int:
@@ -274,8 +277,11 @@ def read_traceback(
     known: Mapping[int, LogLine] | None = None,
     until: int | None = None,
     bodies: BodyMemo | None = None,
+    headless: bool = False,
 ) -> Traceback:
-    """Read the traceback whose header is `first` (a parsed line starting at `start_offset`).
+    """Read the traceback whose header is `first` (a parsed line starting at `start_offset`);
+    `headless`: `first` is the first frame line of a traceback printed without its header (a
+    paste that starts inside it), read as the header's next line would be.
 
     Each line after the header that it parses goes into `parsed` (by number), when given: the
     scan reads many of them again as candidates of its own (`ERROR … ` lines) and takes them
@@ -291,6 +297,7 @@ def read_traceback(
         logged=first.source is not None,
         level=first.level,
         outer=first.outer,
+        headless=headless,
     )
     for prev_no, prev_text in index.iter_lines_back(start_offset, first.number, 3):
         prev = known.get(prev_no) if known is not None else None
@@ -304,6 +311,9 @@ def read_traceback(
     # a traceback: see `writer_prefix`).
     prefix = writer_prefix(first) if _SLICE_WRITER_LINES else None
     reader = _ChainReader(tb, prefix, parsed)
+    if headless:
+        reader.feed(first.number, first.text, first.message, first)
+        bodies = None  # (a body is remembered by the lines after a header)
     # Only lines that can be the writer's are read: other processes' lines in between are
     # skipped at C speed (see `LineWindow`).
     start = index.next_line_start(start_offset)
