@@ -47,14 +47,15 @@ def _lines(text: str) -> list[str]:
 
 
 def interleave(text: str, rng: random.Random, others: Sequence[str]) -> str:
-    """Another log's lines (its first 400) between this one's, each keeping its order."""
+    """Another log's lines (its first 400) between this one's, each keeping its order (as
+    processes writing to one file print them)."""
     theirs = _lines(rng.choice(others))[:400]
     out = []
     for line in _lines(text):
         out.append(line)
-        if theirs and rng.random() < 0.3:
+        while theirs and rng.random() < 0.3:
             out.append(theirs.pop(0))
-    return "".join(out)
+    return "".join(out + theirs)
 
 
 def repeat(text: str, rng: random.Random, others: Sequence[str]) -> str:

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from json_twins import json_twin
+from mutations import interleave
 from support import CRASH, CRASH2, CRASH3, HEALTHY, crash_labels, read_log
 from vllm_log_lsp.core.analyze import Analyzer
 from vllm_log_lsp.core.jsonlog import SNIFF_CHARS, TranscriptLines
@@ -260,13 +261,7 @@ def test_interleaved_logs_grow_as_a_fresh_analysis(
     """Two logs' lines interleaved, as processes writing to one file print them (each keeps its
     order), grown at any cut: the analysis equals a fresh one. Their tracebacks interleave, and
     one that ends before a cut may have read past the header of another still open there."""
-    ours, theirs = TEXTS[first].splitlines(keepends=True), TEXTS[second].splitlines(keepends=True)[:300]
-    lines = []
-    for line in ours:
-        lines.append(line)
-        while theirs and rng.random() < 0.3:
-            lines.append(theirs.pop(0))
-    text = "".join(lines + theirs)
+    text = interleave(TEXTS[first], rng, [TEXTS[second]])
     delicate = delicate_cuts(text)
     picked = [delicate[int(f * len(delicate)) % len(delicate)] for f in fractions] if delicate else []
     grow(text, [int(f * len(text)) for f in fractions] + picked, told=True)

@@ -245,6 +245,9 @@ class _ReadLines:
         self.released = 0  # (pages of a mapped file the copies' comparison has passed)
 
     def add(self, tb: Traceback) -> None:
+        """Keep a traceback just read: its lines, its exceptions as candidates of their own."""
+        self.scan.tracebacks.append(tb)
+        self.scan.events.extend(Candidate(event, tier=0, traceback=tb) for event in tb.chain)
         self.scan.consumed.update(tb.lines)
         self.consumed.update(tb.lines)
         exception_lines = [e.line for e in tb.chain]
@@ -428,9 +431,6 @@ def _classify_line(
         until = restarts.next_after(line)
         tb = read_traceback(index, start, line, parsed, known=scan.lines, until=until, bodies=read.bodies)
         read.add(tb)
-        scan.tracebacks.append(tb)
-        for event in tb.chain:
-            scan.events.append(Candidate(event, tier=0, traceback=tb))
         if not tb.chain:
             _add_logged_message(scan, tb)
         read.repeated(index, tb, line, start)
@@ -458,11 +458,22 @@ def _frame_code(index: LogIndex, line: LogLine, start: int) -> bool:
     named after it was the source of the error, not the error."""
     if not line.message[:1].isspace() or line.number == 0:
         return False
-    for number, text in index.iter_lines_back(start, line.number, _BLANKS_BETWEEN + 1):
-        if text.strip():  # (blank lines between: a double-spaced copy)
-            above = parse_line(number, text)
-            return above.stream == line.stream and is_frame_line(above.message)
-    return False
+    above = next(_writer_lines_above(index, line, start, _BLANKS_BETWEEN + 1), None)
+    return above is not None and is_frame_line(above.message)
+
+
+def _writer_lines_above(index: LogIndex, line: LogLine, start: int, reach: int) -> Iterator[LogLine]:
+    """The lines of `line`'s writer right above it (of at most `reach`, nearest first), parsed,
+    up to another writer's: blank lines, and the writer's lines with nothing after its prefix,
+    are passed over, as a traceback's reader passes over them (a double-spaced copy)."""
+    for number, text in index.iter_lines_back(start, line.number, reach):
+        if not text.strip():
+            continue
+        above = parse_line(number, text)
+        if above.stream != line.stream:
+            return
+        if above.message.strip():
+            yield above
 
 
 #: The most blank lines between a traceback's lines that are passed over (a double-spaced copy).
@@ -483,30 +494,20 @@ def _headless_start(index: LogIndex, line: LogLine, start: int) -> tuple[int, Lo
     frame right above; or the header is there: its reader took these lines already)."""
     if line.number == 0 or line.message[:1].isspace() or looks_like_exception(line.message) is None:
         return None
-    first: tuple[int, LogLine] | None = None
+    first: LogLine | None = None
     since_frame = 0  # lines walked since the last frame line (a frame's code, carets, elisions)
-    for number, text in index.iter_lines_back(start, line.number, _HEADLESS_REACH):
-        if not text.strip():
-            continue  # (a blank line: the reader passes over them too, a double-spaced copy)
-        above = parse_line(number, text)
-        if above.stream != line.stream:
-            break
+    for above in _writer_lines_above(index, line, start, _HEADLESS_REACH):
         message = above.message
-        stripped = message.strip()
-        if not stripped:
-            continue  # (a writer's line with nothing after its prefix: passed over as a blank one)
         if is_frame_line(message):
-            first, since_frame = (number, above), 0
+            first, since_frame = above, 0
             continue
         if message.rstrip().endswith(TRACEBACK_HEADER):
             return None
         since_frame += 1
-        if since_frame > _FRAME_BODY or not (message[:1].isspace() or is_caret_or_elision(message, stripped)):
+        code = message[:1].isspace() or is_caret_or_elision(message, message.strip())
+        if since_frame > _FRAME_BODY or not code:
             break
-    if first is None:
-        return None
-    number, frame = first
-    return index.line_start(number), frame
+    return (index.line_start(first.number), first) if first is not None else None
 
 
 def _read_headless(
@@ -520,13 +521,8 @@ def _read_headless(
 ) -> None:
     """Read the traceback without its header from its first frame line, as the scan reads one
     from its header (its copies are not looked for: a run is told by its header)."""
-    tb = read_traceback(
-        index, offset, first, parsed, known=scan.lines, until=restarts.next_after(first), headless=True
-    )
-    read.add(tb)
-    scan.tracebacks.append(tb)
-    for event in tb.chain:
-        scan.events.append(Candidate(event, tier=0, traceback=tb))
+    until = restarts.next_after(first)
+    read.add(read_traceback(index, offset, first, parsed, known=scan.lines, until=until, headless=True))
 
 
 def _add_logged_message(scan: Scan, tb: Traceback) -> None:
