@@ -138,6 +138,15 @@ def column(text: str, rng: random.Random, others: Sequence[str]) -> str:
     return "".join(prefix + line for line in _lines(text))
 
 
+def terminal(text: str, rng: random.Random, others: Sequence[str]) -> str:
+    """Every line cut into rows of 60-220 characters, as a terminal copy keeps them."""
+    width = rng.randint(60, 220)
+    rows = []
+    for line in text.split("\n"):
+        rows.extend(line[at : at + width] for at in range(0, max(len(line), 1), width))
+    return "\n".join(rows)
+
+
 MUTATIONS: list[Callable[[str, random.Random, Sequence[str]], str]] = [
     interleave,
     repeat,
@@ -149,6 +158,7 @@ MUTATIONS: list[Callable[[str, random.Random, Sequence[str]], str]] = [
     reorder,
     append,
     column,
+    terminal,
 ]
 
 

@@ -18,6 +18,7 @@ from mutations import interleave
 from support import CRASH, CRASH2, CRASH3, HEALTHY, crash_labels, read_log
 from vllm_log_lsp.core.analyze import Analyzer
 from vllm_log_lsp.core.jsonlog import SNIFF_CHARS, TranscriptLines
+from vllm_log_lsp.core.wraps import WrappedLines
 from vllm_log_lsp.core.model import Analysis
 from vllm_log_lsp.core.records import fields
 from vllm_log_lsp.core.text import GrowingText, LogIndex
@@ -60,8 +61,8 @@ DELICATE = {name: delicate_cuts(text) for name, text in TEXTS.items()}
 
 
 def same(a: object, b: object) -> bool:
-    """Equal values; a JSON log's map to its transcript compared by what it holds."""
-    if isinstance(a, TranscriptLines) and isinstance(b, TranscriptLines):
+    """Equal values; a transcript's map (a JSON log's, a terminal copy's) compared by what it holds."""
+    if isinstance(a, (TranscriptLines, WrappedLines)) and type(a) is type(b):
         return vars(a) == vars(b)
     return a == b
 

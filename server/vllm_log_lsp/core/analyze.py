@@ -41,6 +41,8 @@ from .scan import Candidate, Scan, run_start_literals, scan_lines, scan_literals
 from .stats import LITERALS as STATS_LITERALS
 from .stats import StatsScan, scan_stats
 from .text import GrowingText, LogIndex, Text, extends
+from .wraps import SAMPLE_CHARS as WRAP_SAMPLE_CHARS
+from .wraps import unwrap, wrap_width
 
 # How many lines from the start of a log teach its own outer prefix.
 _LEARN_LINES = 400
@@ -81,6 +83,7 @@ class Analyzer:
         # re-scan reuses (recognising them is the costly part of grouping a long log's deaths).
         self._unwrapped: tuple[tuple[Candidate, ...], list[Candidate]] = ((), [])
         self._transcriber: Transcriber | None = None  # a JSON log's, kept while it grows
+        self._wrap_width: int | None = None  # a terminal copy's width (see `wraps`)
         self._document: LogIndex | None = None
 
     @property
@@ -131,7 +134,16 @@ class Analyzer:
             source = text if growing is None else growing
             self._document = LogIndex.following(source, self._document, path) if line_table else None
             return self._analyze_json(text, warnings, line_table)
-        self._transcriber = self._document = None
+        self._transcriber = None
+        # A terminal copy that cut its lines is read joined; a log that only grew past the part
+        # `wrap_width` reads keeps its answer.
+        if not (self.continues(grown_from) and len(grown_from or "") >= WRAP_SAMPLE_CHARS):
+            self._wrap_width = wrap_width(text)
+        if self._wrap_width is not None:
+            source = text if growing is None else growing
+            self._document = LogIndex.following(source, self._document, path) if line_table else None
+            return self._analyze_wrapped(text, warnings, line_table, self._wrap_width)
+        self._document = None
         grown = self._grew(text, grown_from)
         index = self._index_of(text if growing is None else growing, path, line_table, grown)
         analysis = self._analyze_plain(text, warnings, index, grown)
@@ -176,6 +188,26 @@ class Analyzer:
         grown = self._grew(lines.text, None)
         index = self._index_of(lines.text, None, line_table, grown)
         analysis = self._analyze_plain(lines.text, warnings, index, grown)
+        self._text, self._growing = lines.text, None
+        return replace(analysis, source_map=lines)
+
+    def _analyze_wrapped(
+        self, text: Text, warnings: tuple[str, ...], line_table: bool, width: int
+    ) -> Analysis:
+        """A terminal copy that cut its lines at `width` columns: the lines joined analysed,
+        positions mapped back to the rows (see `wraps`). Analysed whole each time: such a copy
+        does not grow."""
+        if not isinstance(text, str):
+            warnings = warnings + _encoding_warnings(LogIndex(text))
+            text = bytes(text).decode("utf-8", "replace")
+        warnings = (
+            *warnings,
+            f"the log's long lines were cut into rows of {width} columns (a copy of a terminal): "
+            "they are read joined",
+        )
+        lines = unwrap(text, width)
+        index = self._index_of(lines.text, None, line_table, False)
+        analysis = self._analyze_plain(lines.text, warnings, index, False)
         self._text, self._growing = lines.text, None
         return replace(analysis, source_map=lines)
 

@@ -38,6 +38,17 @@ class Numbering(Protocol):
     def position(self, core_line: int, column: int) -> tuple[int, int]: ...
 
 
+class SourceMap(Numbering, Protocol):
+    """The map of a transcript the analysis read instead of the log (a JSON log's, a terminal
+    copy's joined lines) to the log's `\\n`-lines and columns, and back."""
+
+    text: str  # the transcript
+
+    def core_position(self, line: int, column: int) -> tuple[int, int]: ...
+
+    def core_line_range(self, line: int) -> tuple[int, int]: ...
+
+
 class NewlineLines:
     """Maps core line numbers (LSP's) to `\\n`-only line numbers and back."""
 

@@ -25,6 +25,7 @@ from .catalog import Catalog
 from .jsonlog import Transcriber, looks_like_json_log
 from .linebreaks import NewlineLines
 from .records import dataclass, field
+from .wraps import unwrap, wrap_width
 
 # vLLM's header time (after the level) and a runtime's full timestamp at the line start.
 _HEADER_TIME = regexes.compile(
@@ -66,7 +67,8 @@ class Part:
     name: str
     text: str
     lines: list[str] = field(default_factory=list)  # its `\n`-lines (without the break)
-    # A JSON log's map from transcript `\n`-lines to the file's own lines; None: the same.
+    # A transcript's map from its `\n`-lines to the file's own lines (a JSON log's, a terminal
+    # copy's); None: the same.
     origin: array | None = None
 
     def own_line(self, line: int) -> int:
@@ -75,11 +77,15 @@ class Part:
 
 
 def read_part(name: str, text: str) -> Part:
-    """A file of the run, read as the analysis reads it (a JSON log through its transcript)."""
+    """A file of the run, read as the analysis reads it (a JSON log through its transcript, a
+    terminal copy's cut lines joined)."""
     origin = None
     if looks_like_json_log(text):
         transcript = Transcriber().transcribe(text)
         text, origin = transcript.text, transcript.origin
+    elif (width := wrap_width(text)) is not None:
+        joined = unwrap(text, width)
+        text, origin = joined.text, joined.origin
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

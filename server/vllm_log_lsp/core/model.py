@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from typing import Literal
 
     from .health import Health
-    from .jsonlog import TranscriptLines
+    from .linebreaks import SourceMap
 
 if TYPE_CHECKING:
     Severity = Literal["error", "warning", "information", "hint"]
@@ -325,9 +325,10 @@ class Analysis:
     folds: tuple[tuple[int, int], ...] = ()  # (first, last) line of each traceback
     run_starts: tuple[int, ...] = ()  # lines where vLLM (re)started
     health: Health | None = None  # stats series, health findings, pre-failure records
-    # For a log analysed through a transcript (vLLM's JSON format): its positions as (`\n`-line,
-    # column) of the log itself, and back. None: positions are the log's own.
-    source_map: TranscriptLines | None = None
+    # For a log analysed through a transcript (vLLM's JSON format, a terminal copy's rows joined):
+    # its positions as (`\n`-line, column) of the log itself, and back. None: positions are the
+    # log's own.
+    source_map: SourceMap | None = None
 
     @property
     def healthy(self) -> bool:

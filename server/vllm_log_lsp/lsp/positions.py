@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ..core.jsonlog import TranscriptLines
-from ..core.linebreaks import NewlineLines
+from ..core.linebreaks import NewlineLines, SourceMap
 from ..core.model import Span
 from ..core.text import LogIndex
 
@@ -79,12 +78,13 @@ class ClientLines:
         self,
         index: LogIndex,
         newline_only: bool = False,
-        source_map: TranscriptLines | None = None,
+        source_map: SourceMap | None = None,
         document: LogIndex | None = None,
     ) -> None:
         self.index = index
-        # The text the client has: the analysed text itself, or the JSON log a transcript was
-        # written from (`source_map`, see `core/jsonlog`).
+        # The text the client has: the analysed text itself, or the log a transcript was
+        # written from (`source_map`: a JSON log's, see `core/jsonlog`; a terminal copy's rows
+        # joined, see `core/wraps`).
         self.document = document if source_map is not None and document is not None else index
         lines = self.document.newline_lines() if newline_only else None
         self.client_lines = lines if lines is not None and not lines.identity else None
@@ -168,7 +168,7 @@ class TranscriptClient:
     transcript's map to the log's `\n`-lines, then (for a client that also ends lines at a bare
     `\r`, as LSP says) the log's `NewlineLines` to its core lines."""
 
-    def __init__(self, source_map: TranscriptLines, document_lines: NewlineLines | None) -> None:
+    def __init__(self, source_map: SourceMap, document_lines: NewlineLines | None) -> None:
         self.source_map = source_map
         self.document_lines = document_lines
 
