@@ -165,6 +165,24 @@ async def open_log(
     return await wait_published(client, uri, version) if wait else []
 
 
+async def open_with_root(
+    client: LanguageClient, text: str
+) -> tuple[str, list[types.Diagnostic], types.Diagnostic]:
+    """Open `text` (one death) as a fresh log: its URI, its diagnostics and the root cause's."""
+    uri = fresh_uri("serve.log")
+    diagnostics = await open_log(client, uri, text)
+    [root] = [d for d in diagnostics if d.severity == types.DiagnosticSeverity.Error]
+    return uri, diagnostics, root
+
+
+async def definition_targets(client: LanguageClient, uri: str, position: types.Position) -> list:
+    """Where go-to-definition at `position` leads (Locations or LocationLinks)."""
+    found = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=doc(uri), position=position)
+    )
+    return [t for t in (found if isinstance(found, list) else [found]) if t is not None]
+
+
 def close(client: LanguageClient, uri: str) -> None:
     client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=uri)))
 

@@ -10,7 +10,16 @@ from lsprotocol import types
 
 from json_twins import json_twin
 
-from .conftest import close, doc, encoding_of, fixture_text, fresh_uri, open_log, pos, units
+from .conftest import (
+    close,
+    definition_targets,
+    doc,
+    encoding_of,
+    fixture_text,
+    fresh_uri,
+    open_log,
+    units,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -53,13 +62,8 @@ async def test_go_to_definition_from_a_symptom_reaches_the_record(client):
         for d in diagnostics
         if d.severity != types.DiagnosticSeverity.Error and d.range.start.line != root.range.start.line
     )
-    found = await client.text_document_definition_async(
-        types.DefinitionParams(
-            text_document=doc(uri), position=pos(symptom.range.start.line, symptom.range.start.character)
-        )
-    )
-    targets = found if isinstance(found, list) else [found]
-    assert any(t.range.start.line == root.range.start.line for t in targets if t is not None)
+    targets = await definition_targets(client, uri, symptom.range.start)
+    assert any(t.range.start.line == root.range.start.line for t in targets)
     close(client, uri)
 
 

@@ -50,24 +50,26 @@ def resolve_target(arg: Any) -> tuple[Path, str]:
 
 
 def summary(uri: str, result: AnalysisResult) -> dict[str, Any]:
-    """What the command returns: line numbers are 1-based, as editors show them."""
+    """What the command returns: line numbers are 1-based, as editors show them (the client's
+    lines: a JSON log's or a cut copy's own, not its transcript's)."""
     analysis = result.analysis
+    shown = result.lines.line
     return {
         "uri": uri,
-        "lineCount": analysis.line_count,
+        "lineCount": result.lines.last_line()[0] + 1 if analysis.line_count else 0,
         "healthy": analysis.healthy,
         "skipped": result.skipped_reason,
         "warnings": list(analysis.warnings),
         "findings": [
             {
-                "line": f.root.line + 1,
+                "line": shown(f.root.line) + 1,
                 "ruleId": f.rule_id,
                 "title": f.title,
                 "message": f.message,
                 "phase": phase_title(f.phase),
                 "vllmVersion": f.context.vllm_version,
                 "model": f.context.model,
-                "symptomLines": sorted({s.line + 1 for s in f.symptoms}),
+                "symptomLines": sorted({shown(s.line) + 1 for s in f.symptoms}),
                 "fixes": [
                     {"title": fx.title, "kind": fx.fix.kind, "commandLine": fx.command_line} for fx in f.fixes
                 ],
@@ -75,7 +77,7 @@ def summary(uri: str, result: AnalysisResult) -> dict[str, Any]:
             for f in analysis.findings
         ],
         "precursors": [
-            {"line": g.first.line + 1, "id": g.first.id, "title": g.first.title, "count": g.count}
+            {"line": shown(g.first.line) + 1, "id": g.first.id, "title": g.first.title, "count": g.count}
             for g in collapse_precursors(analysis.precursors, analysis.findings)
         ],
     }

@@ -24,7 +24,9 @@ def register(server: VllmLogServer) -> None:
     @guarded(server)
     async def hover(params: types.HoverParams) -> types.Hover | None:
         result = server.documents.result(params.text_document.uri)
-        if result is None or not 0 <= params.position.line < result.analysis.line_count:
+        # (The client's lines: a transcript, a JSON log's or a cut copy's joined lines, has
+        # more or fewer.)
+        if result is None or not 0 <= params.position.line <= result.lines.last_line()[0]:
             return None
         encoding = server.position_encoding
         line = result.lines.core_line(params.position, encoding)
