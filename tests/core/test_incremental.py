@@ -18,10 +18,10 @@ from mutations import interleave
 from support import CRASH, CRASH2, CRASH3, HEALTHY, crash_labels, read_log
 from vllm_log_lsp.core.analyze import Analyzer
 from vllm_log_lsp.core.jsonlog import SNIFF_CHARS, TranscriptLines
-from vllm_log_lsp.core.wraps import WrappedLines
 from vllm_log_lsp.core.model import Analysis
 from vllm_log_lsp.core.records import fields
 from vllm_log_lsp.core.text import GrowingText, LogIndex
+from vllm_log_lsp.core.wraps import WrappedLines
 
 LOGS = [
     *(CRASH / label["file"] for label in crash_labels()),
