@@ -31,9 +31,11 @@ def _screen(text: str) -> str:
 SCREENS = {f"{p.parent.name}/{p.name}": _screen(read_log(p)) for p in LOGS}
 
 
-def cut(text: str, width: int) -> tuple[str, list[int]]:
+def cut(text: str, width: int, copy: str = "kept") -> tuple[str, list[int]]:
     """`text` as a terminal `width` columns wide shows it, copied row by row (a wide character
-    that does not fit goes to the next row), and each row's line in `text`."""
+    that does not fit goes to the next row), and each row's line in `text`. `copy`: each row as
+    shown ("kept"), without the spaces that end it ("trimmed"), or padded with spaces to the
+    width ("padded")."""
     rows: list[str] = []
     line_of: list[int] = []
     for number, line in enumerate(text.split("\n")):
@@ -47,6 +49,10 @@ def cut(text: str, width: int) -> tuple[str, list[int]]:
             columns += display_width(char)
         rows.append(row)
         line_of.append(number)
+    if copy == "trimmed":
+        rows = [row.rstrip(" ") for row in rows]
+    elif copy == "padded":
+        rows = [row + " " * (width - display_width(row)) for row in rows]
     return "\n".join(rows), line_of
 
 
@@ -60,12 +66,12 @@ def deaths(text: str, line_of: list[int] | None = None) -> list[tuple[int, str]]
 BASE = {name: deaths(text) for name, text in SCREENS.items()}
 
 
-@pytest.mark.parametrize("width", [80, 132])
-def test_every_corpus_log_cut_by_a_terminal_answers_as_itself(width: int) -> None:
+@pytest.mark.parametrize(("width", "copy"), [(80, "kept"), (132, "kept"), (120, "trimmed"), (120, "padded")])
+def test_every_corpus_log_cut_by_a_terminal_answers_as_itself(width: int, copy: str) -> None:
     differ = []
     cut_logs = 0
     for name, text in SCREENS.items():
-        rows, line_of = cut(text, width)
+        rows, line_of = cut(text, width, copy)
         cut_logs += rows != text
         if deaths(rows, line_of) != BASE[name]:
             differ.append(name)
@@ -179,6 +185,31 @@ def test_positions_map_back_to_the_rows() -> None:
             before = sum(len(row_texts[r]) for r in range(line_of.index(number), row))
             assert before + at == column
             assert lines.core_position(row, at) == (number, column)
+
+
+@pytest.mark.parametrize("copy", ["trimmed", "padded"])
+def test_a_copy_that_trimmed_or_padded_its_rows_reads_as_the_text(copy: str) -> None:
+    # (Cut right after a space, a trimmed row ends a column short; a padded one has spaces.)
+    words = " ".join(f"word{n:02d}" for n in range(40))
+    text = "\n".join(HEADER.format(n) + f"RuntimeError: {words[n:]}" for n in range(6)) + "\n"
+    width = 80
+    rows, line_of = cut(text, width, copy)
+    assert wrap_width(rows) == width
+    lines = unwrap(rows, width)
+    padding = (
+        (lambda line: " " * (-display_width(line) % width if line else width)) if copy == "padded" else None
+    )
+    assert lines.text.split("\n") == [line + (padding(line) if padding else "") for line in text.split("\n")]
+    row_texts = rows.split("\n")
+    for number, line in enumerate(text.split("\n")):
+        first = line_of.index(number)
+        assert lines.line(number) == first
+        for column in range(len(line)):  # every character lands on its own row and column
+            row, at = lines.position(number, column)
+            # (a space the copy trimmed lands just past its row's end)
+            assert row_texts[row][at : at + 1] == line[column] or (
+                at == len(row_texts[row]) and line[column] == " "
+            )
 
 
 def test_a_cut_crlf_copy_and_its_bytes_answer_as_the_text() -> None:

@@ -22,8 +22,10 @@ transcript is mapped (`jsonlog.TranscriptLines`): a root cause is shown on the r
 line starts, and a span over the cut on the rows it covers.
 
 Widths are terminal columns: an East Asian wide character takes two, a combining mark none; a
-wide character that does not fit in a row's last column goes to the next row. A copy that also
-trimmed the spaces ending a row is not joined where a row ended in a space.
+wide character that does not fit in a row's last column goes to the next row. A copy may pad every
+row with spaces to the width (an old Windows console), or trim the spaces that end a row (most
+copies): a cut row that ends up to `_TRIMMED` columns short is given its spaces back. A cut that
+fell inside a longer run of spaces (a traceback's indentation) is not joined.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ from .text import Text
 SAMPLE_CHARS = 1 << 16
 #: Narrower than this is not a terminal's width (it would cut nearly every line).
 _MIN_WIDTH = 60
+#: The share of rows as wide as the widest in a copy that padded every row with spaces.
+_PADDED = 0.9
+#: Spaces a copy may have trimmed off the end of a cut row (where the cut fell after them).
+_TRIMMED = 2
 #: Runs of rows of the widest width, each followed by the end of its line, that make a width
 #: (or one run of `_MIN_ROWS` rows); and distinct rows of that width.
 _MIN_CUTS = 2
@@ -53,8 +59,9 @@ _DIGITS = str.maketrans("123456789", "000000000")
 _MIN_SHAPE_ROWS = 3
 
 # How a line of its own starts: a vLLM record (process prefix, level, time), torch's rank prefix,
-# a bracketed or ISO time, a traceback's header or frame, a shell or launcher line. Not an
-# exception's name: a cut inside a dotted name leaves one (`…exceptions.Ray` + `TaskError: …`).
+# a bracketed or ISO time, a traceback's header or frame, a Python warning, a shell or launcher
+# line. Not an exception's name: a cut inside a dotted name leaves one (`…exceptions.Ray` +
+# `TaskError: …`).
 _LINE_START = regexes.compile(
     r"""(?x)
     \(\w[\w.\-]*(?:\ \w[\w.\-]*)*\ pid=\d+      # vLLM's or Ray's process prefix
@@ -65,6 +72,7 @@ _LINE_START = regexes.compile(
     | Traceback\ \(most\ recent\ call\ last\)
     | \ \ File\ "
     | During\ handling\ of\ the\ above | The\ above\ exception\ was
+    | /[\w.\-/]+\.py:\d+:\ \w                     # a Python warning: `/path/x.py:12: UserWarning`
     | [$#>][ ] | \+[ ] | \w[\w.\-]*\s+\|[ ]     # a shell prompt, `set -x`, a compose service
     """
 )
@@ -103,15 +111,27 @@ def _shape(row: str) -> str:
 
 def _line_start_shapes(rows: list[str], widths: list[int], width: int) -> frozenset[str]:
     """How the log's own lines start: the shapes (`_shape`) common among the rows that follow
-    a row not cut (a line's first row, in a copy). A collector's column before every line
+    a row that cannot have been cut (a line's first row, in a copy). A collector's column before every line
     (`[pod/vllm-0/vllm] `) is one; the rest of a cut line starts anywhere in its text."""
     firsts = [
         _shape(row)
         for at, row in enumerate(rows)
-        if row and (at == 0 or not _is_cut(rows, widths, at - 1, width))
+        if row and (at == 0 or _cut_padding(rows, widths, at - 1, width) is None)
     ]
     need = max(_MIN_SHAPE_ROWS, len(firsts) // 50)
     return frozenset(shape for shape, count in Counter(firsts).items() if count >= need)
+
+
+def _widths(rows: list[str], least: int = 0) -> list[int]:
+    """The columns each row takes (0 for a row shorter than `least` characters); in a copy that
+    padded every row with spaces to the terminal's width, without those spaces."""
+    widths = [display_width(row) if len(row) >= least else 0 for row in rows]
+    filled = [width for width, row in zip(widths, rows, strict=True) if row.strip()]
+    if filled and filled.count(max(filled)) >= _PADDED * len(filled):
+        return [
+            display_width(text) if len(text) >= least else 0 for text in (row.rstrip(" ") for row in rows)
+        ]
+    return widths
 
 
 def _rows_of(text: str) -> list[str]:
@@ -152,12 +172,14 @@ def wrap_width(text: Text) -> int | None:
     rows, _ = sample
     if len(rows) < _MIN_ROWS + 1:
         return None
-    lengths = list(map(len, rows))
+    lengths = [len(row.rstrip(" ")) for row in rows]
     widest = max(lengths)
-    # (An ASCII row's length is its width: too few rows this long is no copy.)
-    if widest < _MIN_WIDTH or (lengths.count(widest) < _MIN_ROWS and all(map(str.isascii, rows))):
+    # (An ASCII row's length is its width: too few rows this long is no copy, padded or not.)
+    if widest < _MIN_WIDTH or (
+        lengths.count(widest) < _MIN_ROWS and max(map(len, rows)) == widest and all(map(str.isascii, rows))
+    ):
         return None
-    widths = [display_width(row) for row in rows]
+    widths = _widths(rows)
     width = max(widths)
     if width < _MIN_WIDTH:
         return None
@@ -196,11 +218,14 @@ class WrappedLines:
 
     identity = False
 
-    def __init__(self, original: str, text: str, origin: array, row_lengths: array) -> None:
+    def __init__(self, original: str, text: str, origin: array, row_lengths: array, pieces: array) -> None:
         self.original = original
         self.text = text  # the transcript
         self.origin = origin  # per transcript line: its first row
         self._row_lengths = row_lengths  # per row: its length in code points
+        # ... and the length of its piece of the transcript line (a cut row's trimmed spaces
+        # given back, its padding taken off)
+        self._pieces = pieces
 
     def snapshot(self) -> WrappedLines:
         """This map (it never changes)."""
@@ -224,9 +249,9 @@ class WrappedLines:
             return 0, column
         rows = self._rows(core_line)
         for row in rows[:-1]:
-            if column < self._row_lengths[row]:
-                return row, column
-            column -= self._row_lengths[row]
+            if column < self._pieces[row]:
+                return row, min(column, self._row_lengths[row])
+            column -= self._pieces[row]
         return rows[-1], column
 
     def core_position(self, line: int, column: int) -> tuple[int, int]:
@@ -235,8 +260,11 @@ class WrappedLines:
             return 0, column
         row = min(max(line, 0), len(self._row_lengths) - 1)
         core_line = bisect.bisect_right(self.origin, row) - 1
-        before = sum(self._row_lengths[r] for r in range(self.origin[core_line], row))
-        return core_line, before + min(column, self._row_lengths[row])
+        before = sum(self._pieces[r] for r in range(self.origin[core_line], row))
+        last = row + 1 == (
+            self.origin[core_line + 1] if core_line + 1 < len(self.origin) else len(self._pieces)
+        )
+        return core_line, before + (column if last else min(column, self._pieces[row]))
 
     def core_line_range(self, line: int) -> tuple[int, int]:
         """The transcript lines written from row `line` (one: the line it is a row of)."""
@@ -246,25 +274,41 @@ class WrappedLines:
 
 def unwrap(text: str, width: int) -> WrappedLines:
     """The transcript of a copy cut at `width`: each cut row joined with the rows that continue
-    it (not one that starts a line of its own: the cut row was then a line exactly that wide)."""
+    it (not one that starts a line of its own: the cut row was then a line exactly that wide).
+    A cut row is its text given back the spaces the copy trimmed (`_cut_padding`)."""
     rows = _rows_of(text)
-    widths = [display_width(row) if len(row) >= width // 2 else 0 for row in rows]
-    first_rows, row_lengths = array("q"), array("q", map(len, rows))
+    widths = _widths(rows, width // 2 - _TRIMMED)
+    row_lengths = array("q", map(len, rows))
+    origin, pieces = array("q"), array("q", row_lengths)
     shapes = _line_start_shapes(rows, widths, width)
     lines: list[str] = []
     at = 0
     while at < len(rows):
-        first_rows.append(at)
+        origin.append(at)
+        parts = []
         end = at
-        while (
-            end + 1 < len(rows)
-            and _is_cut(rows, widths, end, width)
-            and _continues(rows[end], rows[end + 1], shapes)
-        ):
+        while end + 1 < len(rows) and _continues(rows[end], rows[end + 1], shapes):
+            padding = _cut_padding(rows, widths, end, width)
+            if padding is None:
+                break
+            parts.append(rows[end] if not padding else rows[end].rstrip(" ") + " " * padding)
+            pieces[end] = len(parts[-1])
             end += 1
-        lines.append("".join(rows[at : end + 1]))
+        parts.append(rows[end])
+        lines.append("".join(parts))
         at = end + 1
-    return WrappedLines(text, "\n".join(lines), first_rows, row_lengths)
+    return WrappedLines(text, "\n".join(lines), origin, row_lengths, pieces)
+
+
+def _cut_padding(rows: list[str], widths: list[int], at: int, width: int) -> int | None:
+    """How many spaces end row `at` of a line cut at `width` that the copy trimmed (a row is
+    cut after a space as often as a line holds one), or None: it was not cut. A row whose text
+    reaches the last column lost none; one column short before a wide character that did not
+    fit, none either (the terminal left the column empty)."""
+    if _is_cut(rows, widths, at, width):
+        return 0
+    short = width - widths[at]
+    return short if 0 < short <= _TRIMMED else None
 
 
 def _continues(row: str, following: str, shapes: frozenset[str]) -> bool:
