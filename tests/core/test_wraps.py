@@ -171,6 +171,19 @@ def test_wide_characters_are_two_columns() -> None:
         assert unwrap(rows, width).text == text
 
 
+def test_a_files_bytes_and_its_text_get_the_same_width() -> None:
+    # Wide text first (three bytes a character), the cut rows after it: the part read must be
+    # the same characters of either.
+    start = "".join(
+        f"INFO 11-03 09:12:00 [loader.py:1] 加载模型分片 {n} " + "模" * 20 + "\n" for n in range(700)
+    )
+    message = "模型路径不存在：/data/模型/Qwen3-8B（请检查挂载）" * 3
+    records = "".join(HEADER.format(n % 60) + f"FileNotFoundError: {message} {n}\n" for n in range(40))
+    rows, _ = cut(start + records, 80)
+    assert wrap_width(rows) == 80
+    assert wrap_width(rows.encode()) == 80
+
+
 def test_positions_map_back_to_the_rows() -> None:
     text = "\n".join(_long_records(5)) + "\n"
     width = 80
@@ -226,6 +239,13 @@ def test_a_cut_log_in_a_run_of_files_is_read_joined() -> None:
     part = read_part("serve.log", rows)
     assert part.text == text
     assert all(part.own_line(n) == line_of.index(n) for n in range(len(part.lines)))
+
+
+def test_two_analyses_of_one_copy_are_equal() -> None:
+    # (The fuzzer and the incremental tests compare analyses field by field.)
+    rows, _ = cut(SCREENS["crash/007.log"], 100)
+    assert analyze(rows) == Analyzer().analyze(rows)
+    assert analyze(rows) != analyze(cut(SCREENS["crash/007.log"], 101)[0])
 
 
 def test_the_analyzer_reads_a_log_that_stops_being_cut_afresh() -> None:

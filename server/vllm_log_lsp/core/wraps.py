@@ -142,10 +142,16 @@ def _sample(text: Text) -> tuple[list[str], bool] | None:
     """The rows of the start of `text` (whole rows only), and whether they are all its rows;
     None when the text holds a bare `\r` or a colour code (a terminal copy has neither: the
     terminal drew them)."""
-    head = text[:SAMPLE_CHARS]
-    whole = len(head) == len(text)
-    if not isinstance(head, str):
-        head = bytes(head).decode("utf-8", "replace")
+    # The same characters of a file's bytes as of its text (the answer must not depend on
+    # which the caller has): a character takes at most four bytes.
+    if isinstance(text, str):
+        head = text[:SAMPLE_CHARS]
+        whole = len(head) == len(text)
+    else:
+        raw = text[: 4 * SAMPLE_CHARS]
+        decoded = bytes(raw).decode("utf-8", "replace")
+        head = decoded[:SAMPLE_CHARS]
+        whole = len(raw) == len(text) and len(decoded) <= SAMPLE_CHARS
     if "\r" in head.replace("\r\n", "") or "\x1b" in head:
         return None
     rows = _rows_of(head)
@@ -226,6 +232,20 @@ class WrappedLines:
         # ... and the length of its piece of the transcript line (a cut row's trimmed spaces
         # given back, its padding taken off)
         self._pieces = pieces
+
+    def __eq__(self, other: object) -> bool:
+        """The same map of the same copy (two analyses of one copy compare equal)."""
+        if not isinstance(other, WrappedLines):
+            return NotImplemented
+        return (self.text, self.origin, self._pieces, self.original) == (
+            other.text,
+            other.origin,
+            other._pieces,
+            other.original,
+        )
+
+    def __hash__(self) -> int:
+        return hash(self.text)
 
     def snapshot(self) -> WrappedLines:
         """This map (it never changes)."""
