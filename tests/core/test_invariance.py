@@ -38,11 +38,15 @@ def _each_line(prefix: Callable[[int], str]) -> Callable[[str], str]:
     return apply
 
 
-# A collector's column before every line: docker's and kubectl's timestamps, journald's.
+# A collector's column before every line: docker's and kubectl's timestamps, journald's, a
+# launcher's.
 COLUMNS: dict[str, Callable[[str], str]] = {
     "docker -t": _each_line(lambda n: f"2025-10-31T16:32:{n % 60:02d}.{n:09d}Z "),
     "kubectl --timestamps": _each_line(lambda n: f"2025-10-31T16:32:{n % 60:02d}.{n % 999_999:06d}+00:00 "),
     "journalctl": _each_line(lambda n: f"Oct 31 16:32:{n % 60:02d} gpu-node-1 vllm[4242]: "),
+    # A launcher's tag for the rank that printed the line: torchrun --tee, mpirun --tag-output.
+    "torchrun": _each_line(lambda n: "[default0]:"),
+    "mpirun": _each_line(lambda n: "[1,0]<stderr>:"),
 }
 
 

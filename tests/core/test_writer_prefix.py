@@ -55,6 +55,10 @@ PROCESS = [
     "[rank0]: ",
     "[rank1]:",
     "(EngineCore_DP0 pid=1) (Worker pid=2) ",
+    "[default0]:",
+    "[default0]:[rank0]: ",
+    "[1,0]<stderr>:",
+    "[1,12]<stdout>: ",
 ]
 USER = ["", "[req-1] ", "(x ", "app: ", "[", "(", "(autoscaler "]
 HEADER = [
@@ -85,6 +89,8 @@ REST = [
     "]",
     "(Worker pid=2) ",
     "[rank1]: ",
+    "[default1]:",
+    "[0,3]<stderr>:",
     "(raylet) ",
     "ERROR 10-03 21:00:01 [x.py:1] ",
     "INFO 10-03 21:00:01 [v1/a.py:2]",

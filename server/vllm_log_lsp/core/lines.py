@@ -6,7 +6,9 @@ Formats handled (see the project README for examples):
   docker compose / podman-compose `svc  | `, journalctl `Mon DD HH:MM:SS host unit[pid]: `,
   PowerShell's `docker : `, and `grep -n` / editor search results (`5223:` / `Line 122: `);
 - process prefixes `(EngineCore_DP0 pid=1)`, `(VllmWorker rank=1 pid=2)`, Ray's
-  `(RayWorkerWrapper pid=2, ip=10.0.0.1)`, `(raylet)`, nested ones, torch's `[rank0]: `;
+  `(RayWorkerWrapper pid=2, ip=10.0.0.1)`, `(raylet)`, nested ones, torch's `[rank0]: `, and a
+  launcher's per-rank tag: torchrun's `[default0]:` (`--tee`), mpirun's `[1,0]<stderr>:`
+  (`--tag-output`);
 - vLLM's logger header in every generation: `LEVEL MM-DD HH:MM:SS file.py:N]`,
   `[file.py:N]`, `[v1/engine/core.py:N]`, `[a/.../b.py:N]` (and OCR's `(file.py:N]`), after an
   optional user prefix;
@@ -48,6 +50,7 @@ _PROCESS = regexes.compile(
     [ ]pid=(?P<pid>\d+)(?:,[ ]ip=(?P<ip>[0-9A-Fa-f.:]+))?\)[ ]?
   | \((?P<ray>raylet|autoscaler[^)]*|pid=(?P<barepid>\d+)(?:,[ ]ip=[0-9A-Fa-f.:]+)?)\)[ ]?
   | \[rank(?P<rank>\d+)\]:[ ]?
+  | \[(?P<launcher>default\d+|\d+,\d+\]<std(?:out|err)>)\]?:[ ]?
     """,
     re.VERBOSE,
 )
@@ -141,7 +144,7 @@ class _Layout:
         self.outer: list[tuple[int, int]] = []  # compose services, brackets included
         self.journal: tuple[int, int] | None = None  # a journal's unit
         # Process prefixes in order: (kind, start, end, pid start, pid end); kind "name" (name
-        # and pid), "ray" (the parenthesised text) or "rank" (its digits).
+        # and pid), "ray" (the parenthesised text), "launcher" (its tag) or "rank" (its digits).
         self.chain: list[tuple[str, int, int, int, int]] = []
         # The text the writer's fields are read from: its first service, unit or process
         # prefix up to the end of the last.
@@ -275,6 +278,8 @@ def _layout_of(clean: str, learned: re.Pattern[str] | None) -> _Layout:
             layout.chain.append(("name", *match.span("name"), *match.span("pid")))
         elif match.group("ray"):
             layout.chain.append(("ray", *match.span("ray"), 0, 0))
+        elif match.group("launcher"):
+            layout.chain.append(("launcher", *match.span("launcher"), 0, 0))
         else:
             layout.chain.append(("rank", *match.span("rank"), 0, 0))
         pos = match.end()
@@ -357,6 +362,8 @@ def _writer(clean: str, layout: _Layout) -> tuple[str, str | None, int | None, s
             chain.append(f"{process}:{pid}")
         elif kind == "ray":
             chain.append(clean[start:end].split(" ")[0])
+        elif kind == "launcher":
+            chain.append(clean[start:end])  # (its text: the writer is found by it)
         else:
             chain.append(f"rank{clean[start:end]}")
     stream = "|".join(filter(None, [outer or "", *chain]))
