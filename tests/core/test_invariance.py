@@ -47,6 +47,10 @@ COLUMNS: dict[str, Callable[[str], str]] = {
     # A launcher's tag for the rank that printed the line: torchrun --tee, mpirun --tag-output.
     "torchrun": _each_line(lambda n: "[default0]:"),
     "mpirun": _each_line(lambda n: "[1,0]<stderr>:"),
+    # A viewer's line-number gutter, copied with the text: `less -N`, a `N | ` table, `bat`.
+    "less -N": _each_line(lambda n: f"{n + 1:>7} "),
+    "numbered | ": _each_line(lambda n: f"{n + 1:>5} | "),
+    "bat": _each_line(lambda n: f"{n + 1:>4} \u2502 "),
 }
 
 

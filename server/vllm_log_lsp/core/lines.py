@@ -395,6 +395,8 @@ def _plausible_compose(clean: str, match: re.Match[str]) -> bool:
     service = match.group("service")
     if service[0] == "[":
         return True
+    if service.isdecimal():
+        return False  # a viewer's line-number gutter (`  12 | `), read as a learned prefix
     # compose pads the service name with spaces to align the bars; tables rarely start with a
     # single word followed by a bar and then a vLLM-looking line.
     rest = clean[match.end() : match.end() + 40]
