@@ -73,6 +73,29 @@ async def test_diagnostics_land_on_the_lines_the_client_shows(client):
     close(client, uri)
 
 
+async def test_the_hover_names_lines_as_the_client_numbers_them(client):
+    """The diagnosis names other lines (what died where, what else was considered and why
+    not): each number is the client's, so it agrees with the diagnostics around it."""
+    from core.test_line_words import DEATH, START
+
+    text = "\n".join([*START, progress_redraws("Loading safetensors checkpoint shards", 4), *DEATH]) + "\n"
+    uri = fresh_uri("hover-lines.log")
+    diagnostics = await open_log(client, uri, text)
+    [root] = [d for d in diagnostics if d.severity == types.DiagnosticSeverity.Error]
+    line, column = where(text, "RuntimeError: weights of rank 0", client)
+    later, _ = where(text, "RuntimeError: weights of rank 1", client)
+    assert root.range.start.line == line
+    hover = await client.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(line, column + 1))
+    )
+    assert hover is not None
+    shown = hover.contents.value
+    assert f"(line {line + 1})" in shown.split("\n\n")[1]  # what died, and where
+    assert f"- not line {later + 1} (`" in shown
+    assert f"came after line {line + 1}" in shown
+    close(client, uri)
+
+
 async def test_an_edit_after_the_redraws_lands_where_the_client_made_it(client):
     """Incremental sync: the client's line numbers locate the edit in the server's copy."""
     text = log_with_redraws()

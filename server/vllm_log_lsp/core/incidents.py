@@ -15,7 +15,7 @@ import re
 from . import catalog as catalog_mod
 from .catalog import Catalog, Marker, Pattern, required_alternatives
 from .lines import parse_line
-from .model import Confidence, Considered, ExceptionEvent, LogLine, Precursor, Symptom
+from .model import Confidence, Considered, ExceptionEvent, LineWords, LogLine, Precursor, Symptom
 from .records import dataclass, field, replace
 from .scan import FATAL_LEVELS, MAX_LINE, Candidate, Scan
 from .text import LogIndex
@@ -545,7 +545,7 @@ def _ruled_out(catalog: Catalog, cand: Candidate, first_death: int, progress: Pr
     if not after and cand.tier < 2:
         carried_on = progress.after(cand)
         if carried_on is not None:
-            return f"its process carried on afterwards (line {carried_on + 1})"
+            return LineWords("its process carried on afterwards (line {0})", carried_on)
     return ""
 
 
@@ -585,7 +585,7 @@ def _rank(viable: list[tuple[int, Candidate]]) -> tuple[Candidate, list[tuple[Ca
         elif cand.traceback is not None and cand.traceback is chosen.traceback:
             why = "a later link of the same exception chain"
         else:
-            why = f"came after line {chosen.event.line + 1}"
+            why = LineWords("came after line {0}", chosen.event.line)
         demoted.append((cand, why))
     return chosen, demoted
 
@@ -660,8 +660,12 @@ def _why(chosen: Candidate, group: int, first_death: int, healthy: int) -> str:
     else:
         what = "an error line"
     where = "before the death" if event.line <= first_death else "just after the death"
-    since = f", after the last healthy line ({healthy + 1})" if healthy >= 0 else ""
-    return f"{what}, printed{who} {where}{since}; its process made no progress after it"
+    words = _braces_kept(f"{what}, printed{who} {where}")
+    if healthy < 0:
+        return LineWords(words + "; its process made no progress after it")
+    return LineWords(
+        words + ", after the last healthy line ({0}); its process made no progress after it", healthy
+    )
 
 
 def _confidence(chosen: Candidate, group: int, viable: list[tuple[int, Candidate]]) -> Confidence:
@@ -696,12 +700,16 @@ def _promote_named(catalog: Catalog, scan: Scan, choice: RootChoice, run_start: 
         token = subject.rsplit(".", 1)[-1]
         if len(token) < 2 or not re.search(rf"(?<![A-Za-z0-9]){re.escape(token)}(?![A-Za-z0-9])", haystack):
             continue
-        why = (
-            f"the fatal error on line {root.line + 1} refers to `{subject}`, and this earlier warning says it "
-            f"failed ({marker.title.lower()}); the error follows from it"
+        why = LineWords(
+            "the fatal error on line {0} refers to `"
+            + _braces_kept(subject)
+            + "`, and this earlier warning says it failed ("
+            + _braces_kept(marker.title.lower())
+            + "); the error follows from it",
+            root.line,
         )
         return _warning_root(
-            choice, precursor, line, why, f"it follows from the warning on line {precursor.line + 1}"
+            choice, precursor, line, why, LineWords("it follows from the warning on line {0}", precursor.line)
         )
     return choice
 
@@ -770,13 +778,21 @@ def promote_details(
     burst = _first_burst(markers, details)
     precursor, line = burst[-1]
     marker = markers[precursor.id]
-    why = (
-        f"the fatal error on line {root.line + 1} only reports the failure; {marker.title.lower()} "
-        f"on line {precursor.line + 1}, the first process to report it, says what failed"
+    why = LineWords(
+        "the fatal error on line {0} only reports the failure; "
+        + _braces_kept(marker.title.lower())
+        + " on line {1}, the first process to report it, says what failed",
+        root.line,
+        precursor.line,
     )
     return _warning_root(
-        choice, precursor, line, why, f"it reports the failure detailed on line {precursor.line + 1}"
+        choice, precursor, line, why, LineWords("it reports the failure detailed on line {0}", precursor.line)
     )
+
+
+def _braces_kept(text: str) -> str:
+    """`text` (a log's or the catalog's words) as literal text in a `LineWords` template."""
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 def _first_burst(

@@ -13,6 +13,7 @@ from .records import dataclass, field
 # `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Literal
 
     from .health import Health
@@ -51,6 +52,35 @@ PHASE_TITLES: dict[str, str] = {
     "shutdown": "shutdown",
     "unknown": "unknown",
 }
+
+
+class LineWords(str):
+    """Words for people that name lines of the log (`came after line 16`): as a `str`, the
+    lines numbered as the core numbers them (1-based); `numbered` numbers them as a reader does
+    (`check` counts only `\n`, a terminal copy's rows, a JSON log's records: see
+    `linebreaks.Numbering`).
+
+    `template` holds `{0}`, `{1}`, … for `lines`, 0-based core lines."""
+
+    template: str
+    lines: tuple[int, ...]
+
+    def __new__(cls, template: str, *lines: int) -> LineWords:
+        words = super().__new__(cls, template.format(*(line + 1 for line in lines)))
+        words.template, words.lines = template, lines
+        return words
+
+    def __reduce__(self) -> tuple[type[LineWords], tuple[object, ...]]:
+        return LineWords, (self.template, *self.lines)
+
+    def numbered(self, line_of: Callable[[int], int]) -> str:
+        """The words with each line as `line_of` (core line → the reader's, 0-based) numbers it."""
+        return self.template.format(*(line_of(line) + 1 for line in self.lines))
+
+
+def numbered(text: str, line_of: Callable[[int], int]) -> str:
+    """`text` with the lines it names numbered by `line_of` (text naming no line: as it is)."""
+    return text.numbered(line_of) if isinstance(text, LineWords) else text
 
 
 @dataclass(frozen=True, slots=True)

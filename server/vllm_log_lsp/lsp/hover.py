@@ -35,7 +35,7 @@ def register(server: VllmLogServer) -> None:
         health = result.analysis.health
         for finding in result.finding_at_root(line):
             previews = await server.launch_index.previews(params.text_document.uri, finding)
-            sections.append(finding_markdown(finding, previews))
+            sections.append(finding_markdown(finding, previews, result.lines.line))
             record = health.record_for(finding.line) if health else None
             sections += [prefailure_markdown(record, result.lines.line)] if record else []
             span = span or finding.root

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..core.evidence import evidence_rows
-from ..core.model import Finding, Precursor, ResolvedFix, Symptom
+from ..core.model import Finding, Precursor, ResolvedFix, Symptom, numbered
 from ..core.phase import UNKNOWN, phase_title, phase_words
+
+LineOf = Callable[[int], int]
+
+
+def _same_line(line: int) -> int:
+    return line
 
 
 def _code(text: str) -> str:
@@ -39,20 +45,27 @@ FIRST_SCREEN_LINES = 12
 QUOTE_CHARS = 120
 
 
-def finding_markdown(finding: Finding, previews: Mapping[int, FixPreview] | None = None) -> str:
+def finding_markdown(
+    finding: Finding, previews: Mapping[int, FixPreview] | None = None, line_of: LineOf = _same_line
+) -> str:
     """The diagnosis: a first screen (what died, why, the evidence, the first fix), a rule,
     then the reference (how it happens, every value, the fixes, the run, why this line).
 
     `previews` (fix index → `FixPreview`, from `launch_index.LaunchIndex.previews`) say where each fix lands in the launch
-    scripts; without one a fix is shown as its flags only.
+    scripts; without one a fix is shown as its flags only. `line_of` numbers the lines named as
+    the client does (core line → client line, 0-based).
     """
     previews = previews or {}
-    return first_screen(finding, previews) + "\n\n---\n\n" + "\n\n".join(_reference(finding, previews))
+    return (
+        first_screen(finding, previews, line_of)
+        + "\n\n---\n\n"
+        + "\n\n".join(_reference(finding, previews, line_of))
+    )
 
 
-def first_screen(finding: Finding, previews: Mapping[int, FixPreview]) -> str:
+def first_screen(finding: Finding, previews: Mapping[int, FixPreview], line_of: LineOf = _same_line) -> str:
     """At most `FIRST_SCREEN_LINES` lines: title, what died, why, evidence, the first fix."""
-    parts = [f"### Root cause: {finding.title}", _what_died(finding)]
+    parts = [f"### Root cause: {finding.title}", _what_died(finding, line_of)]
     if finding.summary:
         parts.append(finding.summary.strip().replace("\n", " "))
     parts.append(f"**Evidence**: {_evidence_sentence(finding)}")
@@ -66,12 +79,12 @@ def first_screen(finding: Finding, previews: Mapping[int, FixPreview]) -> str:
     return "\n\n".join(parts)
 
 
-def _what_died(finding: Finding) -> str:
+def _what_died(finding: Finding, line_of: LineOf) -> str:
     process = finding.exception.process if finding.exception is not None else None
     who = f"**{process}** died" if process else "The engine died"
     when = f" during {phase_title(finding.phase)}" if finding.phase != UNKNOWN else ""
     version = f" · vLLM {finding.context.vllm_version}" if finding.context.vllm_version else ""
-    return f"{who}{when} (line {finding.line + 1}){version}"
+    return f"{who}{when} (line {line_of(finding.line) + 1}){version}"
 
 
 def _evidence_sentence(finding: Finding) -> str:
@@ -94,7 +107,7 @@ def _first_fix(resolved: ResolvedFix, preview: FixPreview | None) -> str:
     return f"{line} in {_code(preview.where)} ({_code(preview.change)})"
 
 
-def _reference(finding: Finding, previews: Mapping[int, FixPreview]) -> list[str]:
+def _reference(finding: Finding, previews: Mapping[int, FixPreview], line_of: LineOf) -> list[str]:
     parts: list[str] = []
     if finding.explanation:
         parts += ["#### Why it happens", finding.explanation.strip()]
@@ -106,9 +119,9 @@ def _reference(finding: Finding, previews: Mapping[int, FixPreview]) -> list[str
         ]
     if finding.fixes:
         parts += ["#### Fixes, in order", _fixes(finding, previews)]
-    parts += ["#### When it died", _phase_and_context(finding)]
+    parts += ["#### When it died", _phase_and_context(finding, line_of)]
     if finding.why:
-        parts += ["#### Why this line", _why_this_line(finding)]
+        parts += ["#### Why this line", _why_this_line(finding, line_of)]
     if finding.next_steps:
         parts += ["#### Next steps", "\n".join(f"- {step}" for step in finding.next_steps)]
     parts.append(_about(finding))
@@ -131,17 +144,18 @@ def _about(finding: Finding) -> str:
 _HOVER_CONSIDERED = 3
 
 
-def _why_this_line(finding: Finding) -> str:
-    lines = [f"Chosen as the root cause ({finding.confidence} confidence): {finding.why}."]
+def _why_this_line(finding: Finding, line_of: LineOf) -> str:
+    lines = [f"Chosen as the root cause ({finding.confidence} confidence): {numbered(finding.why, line_of)}."]
     for other in finding.considered[:_HOVER_CONSIDERED]:
-        lines.append(f"- not line {other.line + 1} ({_code(other.text[:80])}): {other.why_not}")
+        why_not = numbered(other.why_not, line_of)
+        lines.append(f"- not line {line_of(other.line) + 1} ({_code(other.text[:80])}): {why_not}")
     if len(finding.considered) > _HOVER_CONSIDERED:
         lines.append(f"- and {len(finding.considered) - _HOVER_CONSIDERED} more (`check --format json`)")
     return "\n".join(lines)
 
 
-def _phase_and_context(finding: Finding) -> str:
-    lines = [f"- **Phase**: {phase_words(finding)}"]
+def _phase_and_context(finding: Finding, line_of: LineOf) -> str:
+    lines = [f"- **Phase**: {phase_words(finding, lambda line: line_of(line) + 1)}"]
     ctx = finding.context
     if ctx.vllm_version:
         lines.append(f"- **vLLM**: {ctx.vllm_version}")
@@ -156,7 +170,7 @@ def _phase_and_context(finding: Finding) -> str:
     if ctx.pipeline_parallel_size:
         lines.append(f"- **Pipeline parallel size**: {ctx.pipeline_parallel_size}")
     if ctx.args:
-        where = f" (line {ctx.args_line + 1})" if ctx.args_line is not None else ""
+        where = f" (line {line_of(ctx.args_line) + 1})" if ctx.args_line is not None else ""
         args = " ".join(f"{k} {v}".strip() for k, v in ctx.args.items())
         if len(args) > 600:
             args = args[:600] + " …"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..core.linebreaks import NewlineLines, Numbering
-from ..core.model import Analysis, Finding, Precursor, Span, Symptom
+from ..core.model import Analysis, Finding, Precursor, Span, Symptom, numbered
 from ..core.precursors import collapse_precursors
 from ..core.text import LogIndex
 from ..core.timestamps import Timestamps
@@ -99,10 +99,10 @@ def finding_to_json(finding: Finding, lines: Numbering = NO_BARE_CR, times: Time
             "family": finding.family,
             "message": finding.message,
             "recognized": finding.recognized,
-            "why": finding.why,
+            "why": numbered(finding.why, lines.line),
             "confidence": finding.confidence,
             "considered": [
-                {"line": lines.line(c.line) + 1, "text": c.text, "why_not": c.why_not}
+                {"line": lines.line(c.line) + 1, "text": c.text, "why_not": numbered(c.why_not, lines.line)}
                 for c in finding.considered
             ],
             "origin": _origin_json(finding),
