@@ -147,6 +147,13 @@ def terminal(text: str, rng: random.Random, others: Sequence[str]) -> str:
     return "\n".join(rows)
 
 
+def newest_first(text: str, rng: random.Random, others: Sequence[str]) -> str:
+    """The lines in reverse order, as a log viewer lists them (the newest on top)."""
+    lines = text.split("\n")
+    ending = lines.pop() if len(lines) > 1 and lines[-1] == "" else None
+    return "\n".join(reversed(lines)) + ("\n" if ending is not None else "")
+
+
 MUTATIONS: list[Callable[[str, random.Random, Sequence[str]], str]] = [
     interleave,
     repeat,
@@ -159,6 +166,7 @@ MUTATIONS: list[Callable[[str, random.Random, Sequence[str]], str]] = [
     append,
     column,
     terminal,
+    newest_first,
 ]
 
 

@@ -202,10 +202,7 @@ def _html_hook(args: argparse.Namespace, catalog: Catalog) -> AnalysisHook | Non
         from .report.html import write_report  # only when asked: keeps start-up light
 
         try:
-            analysed = (
-                analysis.source_map.text if analysis.source_map else source.data
-            )  # a JSON log's transcript
-            write_report(args.report, path, analysed, analysis, catalog)
+            write_report(args.report, path, source.data, analysis, catalog)
         except OSError as err:
             raise HookError(f"cannot write the report {args.report}: {err.strerror or err}") from None
 

@@ -214,7 +214,8 @@ def test_run_starts_of_the_analysis_search_are_every_candidates_own(
         scan = analyzer._scan
         assert scan is not None
         assert scan.run_starts == plain_run_starts(scan)
-        assert scan.run_starts == scan_lines(LogIndex(second), CATALOG).run_starts
+        read = analysis.source_map.text if analysis.source_map is not None else second  # (a transcript)
+        assert scan.run_starts == scan_lines(LogIndex(read), CATALOG).run_starts
         assert analysis.run_starts == Analyzer(CATALOG).analyze(second).run_starts
 
 

@@ -17,14 +17,21 @@ FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 
 
 def assert_positions_inside(text: str, analysis: Analysis) -> None:
-    index = LogIndex(text)
+    """Every span lies inside the text the analysis read (a transcript, when it read one), and
+    a transcript's map takes it inside `text`'s `\\n`-lines."""
+    source_map = analysis.source_map
+    index = LogIndex(source_map.text if source_map is not None else text)
     count = index.line_count
     spans = [f.root for f in analysis.findings]
     spans += [s.span for f in analysis.findings for s in f.symptoms]
     spans += [p.span for p in analysis.precursors]
+    own_lines = text.split("\n")
     for span in spans:
         assert 0 <= span.line < count
         assert 0 <= span.start <= span.end <= len(index.line_text(span.line))
+        if source_map is not None:
+            line, column = source_map.position(span.line, span.start)
+            assert 0 <= line < len(own_lines) and 0 <= column <= len(own_lines[line])
     for first, last in analysis.folds:
         assert 0 <= first <= last < count
 

@@ -84,3 +84,24 @@ def test_check_report_flag(tmp_path: Path) -> None:
     assert run.returncode == 1 and out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     two = check_report(out, V1_LOG, V1_LOG)
     assert two.returncode == 2 and "--report writes the report of one FILE" in two.stderr
+
+
+def test_a_transcripts_lines_are_the_logs_own(tmp_path: Path) -> None:
+    """A log read through a transcript (here one listed newest first, reversed) names and shows
+    its lines by the file's numbers, as `check` does: the root cause's line holds its text."""
+    from core.test_order import LOGS, newest_on_top
+
+    shown = newest_on_top(LOGS["crash/007.log"])
+    log = tmp_path / "newest-first.log"
+    log.write_text(shown, encoding="utf-8")
+    report = tmp_path / "report.html"
+    assert check_report(report, log).returncode == 1
+    page = report.read_text(encoding="utf-8")
+    [line] = {int(n) for n in re.findall(r"Root cause on <b>line (\d+)</b>", page)}
+    assert "OutOfMemoryError" in shown.split("\n")[line - 1]
+    root_row = re.search(r'<span class="root"><span class="ln">\s*(\d+)</span>', page)
+    assert root_row is not None and int(root_row.group(1)) == line
+    numbers = [int(n) for n in re.findall(r'<span class="ln">\s*(\d+)</span>', page)]
+    assert numbers == sorted(
+        numbers, reverse=True
+    )  # (the traceback read oldest first: the copy's lines go up)

@@ -34,6 +34,8 @@ from .incidents import (
 from .jsonlog import SNIFF_CHARS, Transcriber, looks_like_json_log
 from .lines import learn_outer_prefix, learned_prefix, parse_line
 from .model import Analysis, ExceptionEvent, Finding, Precursor, RunSegment, Span
+from .order import SAMPLE_CHARS as ORDER_SAMPLE_CHARS
+from .order import ReversedLines, newest_first, oldest_first
 from .prefilter import candidate_lines_by_group
 from .records import replace
 from .repeats import next_copy_end, resume_point
@@ -42,7 +44,7 @@ from .stats import LITERALS as STATS_LITERALS
 from .stats import StatsScan, scan_stats
 from .text import GrowingText, LogIndex, Text, extends
 from .wraps import SAMPLE_CHARS as WRAP_SAMPLE_CHARS
-from .wraps import unwrap, wrap_width
+from .wraps import WrappedLines, unwrap, wrap_width
 
 # How many lines from the start of a log teach its own outer prefix.
 _LEARN_LINES = 400
@@ -84,6 +86,7 @@ class Analyzer:
         self._unwrapped: tuple[tuple[Candidate, ...], list[Candidate]] = ((), [])
         self._transcriber: Transcriber | None = None  # a JSON log's, kept while it grows
         self._wrap_width: int | None = None  # a terminal copy's width (see `wraps`)
+        self._newest_first = False  # a log shown newest first (see `order`)
         self._document: LogIndex | None = None
 
     @property
@@ -139,10 +142,15 @@ class Analyzer:
         # `wrap_width` reads keeps its answer.
         if not (self.continues(grown_from) and len(grown_from or "") >= WRAP_SAMPLE_CHARS):
             self._wrap_width = wrap_width(text)
-        if self._wrap_width is not None:
+        # ... and one shown newest first is read oldest first.
+        if self._wrap_width is None and not (
+            self.continues(grown_from) and len(grown_from or "") >= ORDER_SAMPLE_CHARS
+        ):
+            self._newest_first = newest_first(text)
+        if self._wrap_width is not None or self._newest_first:
             source = text if growing is None else growing
             self._document = LogIndex.following(source, self._document, path) if line_table else None
-            return self._analyze_wrapped(text, warnings, line_table, self._wrap_width)
+            return self._analyze_rewritten(text, warnings, line_table)
         self._document = None
         grown = self._grew(text, grown_from)
         index = self._index_of(text if growing is None else growing, path, line_table, grown)
@@ -191,23 +199,25 @@ class Analyzer:
         self._text, self._growing = lines.text, None
         return replace(analysis, source_map=lines)
 
-    def _analyze_wrapped(
-        self, text: Text, warnings: tuple[str, ...], line_table: bool, width: int
-    ) -> Analysis:
-        """A terminal copy that cut its lines at `width` columns: the lines joined analysed,
-        positions mapped back to the rows (see `wraps`). Analysed whole each time: such a copy
-        does not grow."""
+    def _analyze_rewritten(self, text: Text, warnings: tuple[str, ...], line_table: bool) -> Analysis:
+        """A terminal copy that cut its lines (the lines joined, see `wraps`) or a log shown
+        newest first (its lines reversed, see `order`): that transcript analysed, positions
+        mapped back to the log. Analysed whole each time: such a copy does not grow."""
         if not isinstance(text, str):
             warnings = warnings + _encoding_warnings(LogIndex(text))
             text = bytes(text).decode("utf-8", "replace")
-        warnings = (
-            *warnings,
-            f"the log's long lines were cut into rows of {width} columns (a copy of a terminal): "
-            "they are read joined",
-        )
-        lines = unwrap(text, width)
+        lines: WrappedLines | ReversedLines
+        if self._wrap_width is not None:
+            lines = unwrap(text, self._wrap_width)
+            note = (
+                f"the log's long lines were cut into rows of {self._wrap_width} columns (a copy of a "
+                "terminal): they are read joined"
+            )
+        else:
+            lines = oldest_first(text)
+            note = "the log lists its newest lines first (a log viewer's order): it is read oldest first"
         index = self._index_of(lines.text, None, line_table, False)
-        analysis = self._analyze_plain(lines.text, warnings, index, False)
+        analysis = self._analyze_plain(lines.text, (*warnings, note), index, False)
         self._text, self._growing = lines.text, None
         return replace(analysis, source_map=lines)
 

@@ -77,7 +77,7 @@ class HealthFinding:
 
     def lines_text(self, line_of: Callable[[int], int] = int) -> str:
         """`line 34` or `lines 34–40`, 1-based, numbered by `line_of` (the reader's numbering)."""
-        first, last = line_of(self.first_line) + 1, line_of(self.last_line) + 1
+        first, last = sorted((line_of(self.first_line) + 1, line_of(self.last_line) + 1))  # (either order)
         return f"line {first}" if first == last else f"lines {first}–{last}"
 
 

@@ -40,7 +40,8 @@ class Numbering(Protocol):
 
 class SourceMap(Numbering, Protocol):
     """The map of a transcript the analysis read instead of the log (a JSON log's, a terminal
-    copy's joined lines) to the log's `\\n`-lines and columns, and back."""
+    copy's joined lines, a newest-first log's lines reversed) to the log's `\\n`-lines and
+    columns, and back."""
 
     text: str  # the transcript
 

@@ -24,6 +24,7 @@ from . import regexes
 from .catalog import Catalog
 from .jsonlog import Transcriber, looks_like_json_log
 from .linebreaks import NewlineLines
+from .order import newest_first, oldest_first
 from .records import dataclass, field
 from .wraps import unwrap, wrap_width
 
@@ -68,7 +69,7 @@ class Part:
     text: str
     lines: list[str] = field(default_factory=list)  # its `\n`-lines (without the break)
     # A transcript's map from its `\n`-lines to the file's own lines (a JSON log's, a terminal
-    # copy's); None: the same.
+    # copy's, a newest-first log's); None: the same.
     origin: array | None = None
 
     def own_line(self, line: int) -> int:
@@ -78,7 +79,7 @@ class Part:
 
 def read_part(name: str, text: str) -> Part:
     """A file of the run, read as the analysis reads it (a JSON log through its transcript, a
-    terminal copy's cut lines joined)."""
+    terminal copy's cut lines joined, a log listed newest first reversed)."""
     origin = None
     if looks_like_json_log(text):
         transcript = Transcriber().transcribe(text)
@@ -86,6 +87,9 @@ def read_part(name: str, text: str) -> Part:
     elif (width := wrap_width(text)) is not None:
         joined = unwrap(text, width)
         text, origin = joined.text, joined.origin
+    elif newest_first(text):
+        reversed_lines = oldest_first(text)
+        text, origin = reversed_lines.text, reversed_lines.origin
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

@@ -132,7 +132,7 @@ def series_symbols(
                         name=f"Trouble starts: {item.title}",
                         kind=types.SymbolKind.Event,
                         detail=f"line {result.lines.line(item.line) + 1}",
-                        range=_lines(result, item.first_line, item.last_line, encoding),
+                        range=result.lines.lines_range(item.first_line, item.last_line, encoding),
                         selection_range=result.lines.range(item.span, encoding),
                     )
                 )
@@ -143,15 +143,10 @@ def series_symbols(
                     name=f"Stats ({series.engine}): {len(series.samples)} samples",
                     kind=types.SymbolKind.Array,
                     detail="peaks: " + ", ".join(peaks),
-                    range=_lines(result, first, last, encoding),
+                    range=result.lines.lines_range(first, last, encoding),
                     selection_range=result.lines.line_range(first, encoding),
                     children=children or None,
                 ),
             )
         )
     return out
-
-
-def _lines(result: AnalysisResult, first: int, last: int, encoding: str) -> types.Range:
-    end = result.lines.line_range(last, encoding).end
-    return types.Range(result.lines.position(first, 0, encoding), end)

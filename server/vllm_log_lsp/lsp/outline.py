@@ -31,9 +31,10 @@ def run_name(number: int, run: RunOutline, result: AnalysisResult) -> str:
     return f"{name} · {model}" if model else name
 
 
-def _range(result: AnalysisResult, first: int, last: int, encoding: str) -> types.Range:
-    end = result.lines.line_range(last, encoding).end
-    return types.Range(result.lines.position(first, 0, encoding), end)
+def _lines_text(result: AnalysisResult, first: int, last: int) -> str:
+    """`lines a–b` as the client numbers them, the first it shows first."""
+    shown = sorted((result.lines.line(first) + 1, result.lines.line(last) + 1))
+    return f"lines {shown[0]}–{shown[1]}"
 
 
 def document_symbols(
@@ -61,9 +62,9 @@ def document_symbols(
             types.DocumentSymbol(
                 name=run_name(number, run, result),
                 kind=types.SymbolKind.Module,
-                detail=f"lines {result.lines.line(run.start_line) + 1}–{result.lines.line(run.end_line) + 1}"
+                detail=_lines_text(result, run.start_line, run.end_line)
                 + (f", {len(run.findings)} incident(s)" if run.findings else ""),
-                range=_range(result, run.start_line, run.end_line, encoding),
+                range=result.lines.lines_range(run.start_line, run.end_line, encoding),
                 selection_range=result.lines.line_range(run.start_line, encoding),
                 children=[symbol for _, symbol in children],
             )
@@ -83,7 +84,7 @@ def _phase_segments(
             name=mark.title,
             kind=types.SymbolKind.Event,
             detail=f"line {result.lines.line(mark.line) + 1}",
-            range=_range(result, mark.line, last, encoding),
+            range=result.lines.lines_range(mark.line, last, encoding),
             selection_range=result.lines.line_range(mark.line, encoding),
         )
         segments.append((mark.line, last, symbol))
@@ -97,7 +98,7 @@ def _death_symbol(result: AnalysisResult, finding: Finding, last: int, encoding:
         name=finding.title,
         kind=types.SymbolKind.Object,
         detail=f"root cause, line {result.lines.line(finding.root.line) + 1} ({finding.rule_id})",
-        range=_range(result, finding.root.line, max(lines), encoding),
+        range=result.lines.lines_range(finding.root.line, max(lines), encoding),
         selection_range=result.lines.range(finding.root, encoding),
     )
 
@@ -107,9 +108,9 @@ def folding_ranges(result: AnalysisResult) -> list[types.FoldingRange]:
     analysis, client = result.analysis, result.lines.line
     spans = [*analysis.folds, *run_boundaries(analysis.run_starts, analysis.line_count)]
     ranges = {
-        (client(first), client(last))
+        (min(client(first), client(last)), max(client(first), client(last)))
         for first, last in spans
-        if last > first and client(last) > client(first)
+        if last > first and client(last) != client(first)
     }
     return [
         types.FoldingRange(start_line=first, end_line=last, kind=types.FoldingRangeKind.Region)

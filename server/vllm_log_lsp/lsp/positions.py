@@ -115,6 +115,15 @@ class ClientLines:
         end = len(self.index.line_text(line))
         return types.Range(start=self.position(line, 0, encoding), end=self.position(line, end, encoding))
 
+    def lines_range(self, first: int, last: int, encoding: str) -> types.Range:
+        """The client range of core lines `first` to `last`, whole: from the start of the one
+        the client shows first to the end of the other (a log shown newest first has them the
+        other way round, see `core/order`)."""
+        start, end = self.line_range(first, encoding), self.line_range(last, encoding)
+        if (end.start.line, end.start.character) < (start.start.line, start.start.character):
+            start, end = end, start
+        return types.Range(start.start, end.end)
+
     def line(self, line: int) -> int:
         """The client's number of core line `line`."""
         return line if self.map is None else self.map.line(line)
