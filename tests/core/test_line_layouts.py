@@ -210,3 +210,50 @@ def test_records_of_lines_share_the_texts_they_repeat() -> None:
         assert getattr(first, same) is getattr(other_shape, same), same
     later = parse_line(2, "(APIServer pid=100) ERROR 10-03 21:00:02 [serving_chat.py:245] x")
     assert later.timestamp == "10-03 21:00:02" and later.source is first.source
+
+
+# A progress bar that never ended its row, then the line printed next (as in corpus 102 and a
+# healthy log: `…1.33s/it](EngineCore_DP0 pid=32) INFO 02-09 09:56:47 [shm_broadcast.py:542] …`).
+GLUED = [
+    (
+        "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  49%|████▉     | 41/83 [00:58<00:55,  1.33s/it]",
+        "",
+    ),
+    ("Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.20s/it]", ""),
+    ("100%|██████████| 4/4 [00:02<00:00,  1.60it/s]", "vllm-1  | "),
+    (
+        "a.safetensors:  99%|█████████▉| 9.93G/10.0G [01:40<00:00, 110MB/s]",
+        "2025-01-02T03:04:05.678Z stderr F ",
+    ),
+    ("Loading: 10%|█| 1/10 [00:01<00:09, 1.0it/s]Loading: 20%|██| 2/10 [00:02<00:08, 1.0it/s]", ""),
+]
+
+
+@pytest.mark.parametrize(("bar", "runtime"), GLUED)
+@pytest.mark.parametrize(
+    "line",
+    [
+        "(EngineCore_DP0 pid=32) ERROR 02-09 09:56:47 [core.py:1] EngineCore failed to start.",
+        "\x1b[1;36m(EngineCore_DP0 pid=32)\x1b[0;0m ERROR 02-09 09:56:47 [core.py:1] EngineCore failed to start.",
+        "ERROR 02-09 09:56:47 core.py:1] EngineCore failed to start.",
+        "Traceback (most recent call last):",
+    ],
+)
+def test_a_bar_sharing_its_row_leaves_the_line_after_it_as_printed(bar: str, runtime: str, line: str) -> None:
+    alone, glued = _fresh(0, runtime + line), _fresh(0, runtime + bar + line)
+    assert (glued.message, glued.process, glued.pid, glued.level, glued.stream) == (
+        alone.message,
+        alone.process,
+        alone.pid,
+        alone.level,
+        alone.stream,
+    )
+    assert glued.message_col == alone.message_col + len(bar)
+
+
+@pytest.mark.parametrize("bar", [bar for bar, _ in GLUED])
+def test_a_bar_alone_on_its_row_is_its_own_text(bar: str) -> None:
+    """(Of bars redrawn in one row without a `\r`, the last.)"""
+    last = bar[bar.rfind("Loading") :] if bar.count("Loading:") > 1 else bar
+    assert _fresh(0, bar).message == last
+    assert _fresh(0, bar + "   ").message == last + "   "  # (padded to a width)

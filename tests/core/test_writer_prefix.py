@@ -114,6 +114,11 @@ REST = [
     "\u0663",
     "Traceback",
     "x" * 60,
+    # progress bars, as a row they share with the next line starts
+    "Loading: 50%|█| 1/2 [00:01<00:01, 1.2s/it]",
+    " 50%|█| 1/2 [00:01<00:01, 1.2s/it]",
+    "x 50% Completed | 1/2 [00:01<00:01, 1.20s/it]",
+    "%",
 ]
 rests = st.lists(st.sampled_from(REST), max_size=8).map("".join)
 

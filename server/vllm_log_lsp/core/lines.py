@@ -55,6 +55,18 @@ _PROCESS = regexes.compile(
     re.VERBOSE,
 )
 
+# A progress bar at the start of a line: tqdm's `desc: 65%|██▌ | 17/26 [00:02<00:01, 5.98it/s]`
+# (sizes too: `| 9.9G/10.0G [...]`) and vLLM's `… 50% Completed | 1/2 [00:01<00:01, 1.20s/it]`.
+# It starts with no space, so a line of a writer whose prefix ends with one is not taken apart
+# differently when it follows that prefix (see `writer_prefix`); its description holds no `]`
+# or `|`, so it never swallows a logger's header (`INFO 10-03 21:00:01 [x.py:1] Loading: 50%|…`)
+# or a compose service (`svc-1  | 50%|…`).
+_GLUED_BAR = regexes.compile(
+    r"[^\s%\]|][^\n%\]|]{0,120}?\d{1,3}%(?:\|[^|\n]{0,160}\||[ ]Completed[ ]\|)[ ]*"
+    r"[\d.]+[kMGT]?B?/[\d.]+[kMGT]?B?[ ]\[[^\]\n]{0,80}\]"
+)
+_BAR_REACH = 140  # how far into a line a bar's `%` is looked for
+
 # What each pattern's every alternative starts with: a line starting otherwise is not tried
 # (most lines start with a process prefix `(`, which no runtime prefix does).
 _PROCESS_FIRST = ("(", "[")
@@ -373,13 +385,21 @@ def _writer(clean: str, layout: _Layout) -> tuple[str, str | None, int | None, s
 
 def _outer_prefixes(clean: str, pos: int, layout: _Layout | None = None) -> int:
     """Take the known runtime prefixes off from `pos`: where they end. Their services and a
-    journal's unit go into `layout`, when given."""
+    journal's unit go into `layout`, when given. A progress bar that shares its row with the
+    line after it is taken off too (`_GLUED_BAR`)."""
     while pos < len(clean) and _may_start_outer(clean[pos]):
         match = _OUTER.match(clean, pos)
-        if not match or match.end() == pos:
-            break
-        if match.group("compose") and not _plausible_compose(clean, match):
-            break
+        if (
+            not match
+            or match.end() == pos
+            or (match.group("compose") and not _plausible_compose(clean, match))
+        ):
+            # (a bar only where no runtime prefix starts: its text could be a bar's description)
+            after = _after_glued_bars(clean, pos)
+            if after == pos:
+                break
+            pos = after
+            continue
         if layout is not None and match.group("service"):
             layout.outer.append(match.span("service"))
         elif layout is not None and match.group("unit"):
@@ -387,6 +407,18 @@ def _outer_prefixes(clean: str, pos: int, layout: _Layout | None = None) -> int:
             # a separate service.
             layout.journal = match.span("unit")
         pos = match.end()
+    return pos
+
+
+def _after_glued_bars(clean: str, pos: int) -> int:
+    """Where the line goes on after the progress bars at `pos` that have more text after them
+    (`pos` when none): a bar's process ended no row, so the next line printed (another
+    process's, often) shares the bar's row (`…5.98it/s](Worker_TP1 pid=515) INFO …`)."""
+    while clean.find("%", pos, pos + _BAR_REACH) >= 0:
+        bar = _GLUED_BAR.match(clean, pos)
+        if bar is None or clean[bar.end() :].isspace() or bar.end() == len(clean):
+            break  # (a bar alone on its row, padded or not)
+        pos = bar.end()
     return pos
 
 
