@@ -85,3 +85,23 @@ async def test_folds_and_outline_are_in_the_documents_own_lines(client):
 
     assert all(s.range.end.line < count for s in walk(symbols))
     close(client, uri)
+
+
+async def test_a_docker_json_file_log_lands_on_the_escaped_line(client):
+    """docker's json-file driver: `{"log": "<the line>\\n", "stream": …, "time": …}` per line."""
+    from core.test_collector_json import collected
+
+    text = collected(fixture_text("crash-unicode.log"), "docker json-file")
+    uri = fresh_uri("container-json.log")
+    diagnostics = await open_log(client, uri, text)
+    [root] = [d for d in diagnostics if d.severity == types.DiagnosticSeverity.Error]
+    line = text.split("\n")[root.range.start.line]
+    encoding = encoding_of(client)
+    start = next(i for i in range(len(line) + 1) if units(line[:i], encoding) == root.range.start.character)
+    assert line.startswith('{"log": "') and json.loads('"' + line[start:].split('\\n"')[0] + '"').startswith(
+        "ValueError: 模型 🚀"
+    )
+    symptom = next(d for d in diagnostics if d.severity == types.DiagnosticSeverity.Warning)
+    targets = await definition_targets(client, uri, symptom.range.start)
+    assert any(t.range.start == root.range.start for t in targets)
+    close(client, uri)

@@ -49,16 +49,29 @@ _WHITESPACE = " \t\n\r"
 
 # The values that hold text with line breaks: the message, `logger.exception`'s traceback, a stack.
 _TEXT_KEYS = ("message", "exc_info", "stack_info")
+# A log collector's JSON lines hold one line of the log as printed per object, under one of these
+# keys: docker's json-file driver `log` (with its `\n`), Loki's `line`, Google Cloud Logging's
+# `textPayload`, journald's `MESSAGE`, and `message` in an export without vLLM's `levelname`
+# (CloudWatch, Elasticsearch). The first present is the line.
+_COLLECTOR_KEYS = ("log", "line", "textPayload", "MESSAGE", "message")
+# A file is read as a collector's when at least this share of its sampled lines are its objects
+# (one object of vLLM's format is enough; a collector's object could be any line a program
+# printed, such as an HTTP error's body).
+_COLLECTOR_SHARE = 0.9
 
 
 @dataclass(frozen=True)
 class Record:
     """One JSON log record on a line: where its `{` is, its values, and for each text value
-    (`_TEXT_KEYS`) the column just after its opening quote."""
+    (`keys`) the column just after its opening quote. `collected`: a log collector's object,
+    whose one text value is a line of the log as printed (`_COLLECTOR_KEYS`); else vLLM's
+    record (`_TEXT_KEYS`)."""
 
     lead: int
     values: dict[str, object]
     starts: dict[str, int]
+    keys: tuple[str, ...] = _TEXT_KEYS
+    collected: bool = False
 
 
 def parse_record(line: str) -> Record | None:
@@ -70,23 +83,36 @@ def parse_record(line: str) -> Record | None:
         values = json.loads(line[lead:])  # C speed; the positions are found after
     except (ValueError, RecursionError):
         return None
-    if not isinstance(values, dict) or any(not isinstance(values.get(k), str) for k in _RECORD_KEYS):
+    if not isinstance(values, dict):
         return None
-    starts = _text_starts(line, lead, values)
+    keys = _text_keys(values)
+    if keys is None:
+        return None
+    starts = _text_starts(line, lead, values, keys)
     if starts is None:
         try:
             starts = _scan_starts(line, lead)
         except (ValueError, IndexError):
             return None
-    return Record(lead, values, starts)
+    return Record(lead, values, starts, keys, collected=keys is not _TEXT_KEYS)
 
 
-def _text_starts(line: str, lead: int, values: dict[str, object]) -> dict[str, int] | None:
+def _text_keys(values: dict[str, object]) -> tuple[str, ...] | None:
+    """The keys of an object's text: vLLM's record's, a collector's line's, or None."""
+    if all(isinstance(values.get(key), str) for key in _RECORD_KEYS):
+        return _TEXT_KEYS
+    key = next((key for key in _COLLECTOR_KEYS if isinstance(values.get(key), str)), None)
+    return None if key is None else (key,)
+
+
+def _text_starts(
+    line: str, lead: int, values: dict[str, object], keys: tuple[str, ...]
+) -> dict[str, int] | None:
     """Where each text value starts, found as `"key": "` (json.dumps's separators; inside a
     string every quote is escaped, so the first such key after `{` or `, ` is the record's own),
     each checked by decoding it there. None: another layout; scan it."""
     starts = {}
-    for key in _TEXT_KEYS:
+    for key in keys:
         value = values.get(key)
         if not isinstance(value, str):
             continue
@@ -181,14 +207,19 @@ def header(values: dict[str, object]) -> str:
 
 
 def looks_like_json_log(text: Text) -> bool:
-    """Whether the start of `text` holds records of vLLM's JSON log format. One is enough: every
-    other line is copied to the transcript as it is, so a plain log with a stray record reads
-    the same either way (only slower)."""
+    """Whether the start of `text` holds records of vLLM's JSON log format, or is a log
+    collector's JSON lines. One record of vLLM's is enough: every other line is copied to the
+    transcript as it is, so a plain log with a stray record reads the same either way (only
+    slower). A collector's objects must be nearly every line (`_COLLECTOR_SHARE`)."""
     head = text[:_SNIFF_CHARS]
     if not isinstance(head, str):
         head = bytes(head).decode("utf-8", "replace")
     lines = [line for line in head.split("\n", _SNIFF_LINES)[:_SNIFF_LINES] if line.strip()]
-    return any(parse_record(line) is not None for line in lines)
+    records = [parse_record(line) for line in lines]
+    if any(record is not None and not record.collected for record in records):
+        return True
+    collected = sum(record is not None for record in records)
+    return collected >= 1 and collected >= _COLLECTOR_SHARE * len(lines)
 
 
 class TranscriptLines:
@@ -351,11 +382,17 @@ class Transcriber:
             if whole or not raw.lstrip().startswith("{"):  # half a record waits for the rest
                 self._append(line, start, -1, 0, 0, 0)
             return
-        head = raw[: record.lead] + header(record.values)
-        for key in _TEXT_KEYS:
+        # A collector's line is the log's line as printed; vLLM's record is written with the
+        # header its plain format prints.
+        head = raw[: record.lead] + ("" if record.collected else header(record.values))
+        for key in record.keys:
             value, raw_start = record.values.get(key), record.starts.get(key)
-            if not isinstance(value, str) or raw_start is None or (key != "message" and not value):
+            if not isinstance(value, str) or raw_start is None:
                 continue
+            if not record.collected and key != "message" and not value:
+                continue
+            if record.collected:
+                value = value.removesuffix("\n").removesuffix("\r")  # (docker keeps the line's break)
             offset = 0
             for piece in value.split("\n"):
                 self._append(head + piece + "\n", start, raw_start, offset, len(head), record.lead)
