@@ -122,7 +122,8 @@ class LogLine:
 
 @dataclass(frozen=True, slots=True)
 class Frame:
-    """One `File "...", line N, in func` entry of a traceback."""
+    """One `File "...", line N, in func` entry of a traceback (IPython's `File ...:N, in func(...)`,
+    a notebook cell's `Cell In[3], line N`)."""
 
     line: int
     path: str

@@ -21,11 +21,11 @@ from .repeats import RepeatRun, first_copy, marker_literals, skip_copies
 from .source import release_pages
 from .text import LogIndex
 from .tracebacks import (
-    TRACEBACK_HEADER,
     BodyMemo,
     Traceback,
     is_caret_or_elision,
     is_frame_line,
+    is_traceback_header,
     looks_like_exception,
     read_traceback,
     standalone_exception,
@@ -425,7 +425,7 @@ def _classify_line(
         scan.precursors.append((found, line))
     if taken:  # (an exception line of a traceback read already)
         return False
-    if message.rstrip().endswith(TRACEBACK_HEADER):
+    if is_traceback_header(message):
         for passed in [n for n in parsed if n < line.number]:
             del parsed[passed]  # lines behind the scan (of another writer, or no candidates)
         until = restarts.next_after(line)
@@ -501,7 +501,7 @@ def _headless_start(index: LogIndex, line: LogLine, start: int) -> tuple[int, Lo
         if is_frame_line(message):
             first, since_frame = above, 0
             continue
-        if message.rstrip().endswith(TRACEBACK_HEADER):
+        if is_traceback_header(message):
             return None
         since_frame += 1
         code = message[:1].isspace() or is_caret_or_elision(message, message.strip())

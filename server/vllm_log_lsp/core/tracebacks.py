@@ -26,6 +26,16 @@ _FRAME = regexes.compile(
     r'\s*File "?(?P<path>[^",]*)"?(?:, line (?P<lineno>\d+))?(?:, in (?P<func>.+?))?\s*'
     r"(?:\[repeated \d+x across cluster\].*)?$"
 )
+# IPython's (Jupyter's) traceback: a header with the exception's type and no colon
+# (`ValueError      Traceback (most recent call last)`), frames as `File /path/x.py:177, in
+# f(self, a)` or a notebook cell's `Cell In[3], line 3`, and the frame's line among numbered
+# context lines as `---> 177 code` (`-> 1161 code` for a long number).
+_IPYTHON_HEADER = regexes.compile(r"\s*[A-Za-z_][\w.]*\s+Traceback \(most recent call last\)\s*$")
+_IPYTHON_FRAME = regexes.compile(
+    r"\s*(?:File (?P<path>[^\s\"]+?):(?P<lineno>\d+)(?:, in (?P<func>[^\s(]+)(?:\(.*)?)?"
+    r"|(?P<cell>Cell In\[\d+\]), line (?P<cellno>\d+))\s*$"
+)
+_IPYTHON_ARROW = regexes.compile(r"-*> +\d+ ")
 _CARETS = regexes.compile(r"\s*[~^\s]+$")
 _ELISION = regexes.compile(
     r"\s*(?:\.\.\.<\d+ lines>\.\.\.|\[Previous line repeated \d+ more times?\]|\.+)\s*$"
@@ -557,6 +567,7 @@ class _ChainReader:
         self.stray = 0
         self.blanks = 0
         self.current: dict | None = None  # the exception being read (message may continue)
+        self.numbered = False  # the last frame is IPython's (its context lines are numbered)
 
     def feed(self, number: int, raw: str, message: str, line: LogLine | None) -> bool:
         """Consume line `number` (its text `raw`, its message, and its record unless it is one
@@ -567,9 +578,18 @@ class _ChainReader:
             return self._after_exception(number, raw, line, message, stripped)
         if not stripped:
             return True
-        frame = _FRAME.match(message) if stripped.startswith("File ") else None
+        frame = frame_parts(message, stripped)
         if frame:
             self._take_frame(number, frame)
+            self.numbered = not stripped.startswith('File "')  # (IPython's: context lines numbered)
+            return True
+        if self.numbered and self.state == "code" and (stripped[:1].isdigit() or stripped[:1] in "->"):
+            # IPython's numbered context lines around the frame's own line, `---> 177 code`.
+            arrow = _IPYTHON_ARROW.match(stripped)
+            if arrow:
+                self.code_taken = True
+                self.context.append(intern(stripped[arrow.end() :].strip()))
+            self.tb.lines.append(number)
             return True
         if is_caret_or_elision(message, stripped):
             self.tb.lines.append(number)
@@ -588,7 +608,7 @@ class _ChainReader:
         if match and (self.frames or self.tb.chain or self.state == "code"):
             self._start_exception(line or self._record(number, raw), match)
             return True
-        if stripped == TRACEBACK_HEADER:
+        if is_traceback_header(stripped):
             self.tb.lines.append(number)
             return True
         self.stray += 1
@@ -602,16 +622,11 @@ class _ChainReader:
             self.parsed[number] = line
         return line
 
-    def _take_frame(self, number: int, frame: re.Match[str]) -> None:
-        lineno, function = frame.group("lineno"), frame.group("func")
+    def _take_frame(self, number: int, frame: tuple[str, str | None, str | None]) -> None:
+        path, lineno, function = frame
         # Copies of a traceback repeat their frames: they share one text of each path and name.
         self.frames.append(
-            Frame(
-                number,
-                intern(frame.group("path")),
-                int(lineno) if lineno else None,
-                function and intern(function),
-            )
+            Frame(number, intern(path), int(lineno) if lineno else None, function and intern(function))
         )
         self.tb.lines.append(number)
         self.state = "code"
@@ -644,12 +659,12 @@ class _ChainReader:
             self.blanks += 1
             return self.blanks <= 2
         self.blanks = 0
-        if stripped.startswith("File ") and (frame := _FRAME.match(message)):
+        if stripped.startswith("File ") and (frame := frame_parts(message, stripped)):
             # Ray prints the remote traceback right under `RayTaskError(X): ...`.
             self._close_exception()
             self._take_frame(number, frame)
             return True
-        if stripped == TRACEBACK_HEADER:
+        if is_traceback_header(stripped):
             if self.state == "between":
                 self.tb.lines.append(number)
                 self.state = "frames"
@@ -703,6 +718,28 @@ class _ChainReader:
     def finish(self) -> None:
         self._close_exception()
         self.tb.cut_frames = tuple(self.frames)
+
+
+def is_traceback_header(message: str) -> bool:
+    """Whether a line's message ends with a traceback's header: Python's `Traceback (most
+    recent call last):`, or IPython's `ValueError    Traceback (most recent call last)`."""
+    text = message.rstrip()
+    if text.endswith(TRACEBACK_HEADER):
+        return True
+    return text.endswith("(most recent call last)") and _IPYTHON_HEADER.match(text) is not None
+
+
+def frame_parts(message: str, stripped: str) -> tuple[str, str | None, str | None] | None:
+    """(path, line number, function) of a frame line (`stripped`: its message stripped):
+    Python's `File "…", line N, in f`, IPython's `File /…/x.py:N, in f(…)` or `Cell In[3], line 3`."""
+    if stripped.startswith("File "):
+        if not stripped.startswith('File "') and (ipython := _IPYTHON_FRAME.match(message)):
+            return ipython.group("path"), ipython.group("lineno"), ipython.group("func")
+        frame = _FRAME.match(message)
+        return (frame.group("path"), frame.group("lineno"), frame.group("func")) if frame else None
+    if stripped.startswith("Cell In[") and (cell := _IPYTHON_FRAME.match(message)):
+        return cell.group("cell"), cell.group("cellno"), None
+    return None
 
 
 def is_frame_line(message: str) -> bool:
