@@ -108,9 +108,25 @@ def rg_command(binary: str, literals: Sequence[str], path: str | None) -> list[s
     # end), read, rg holds a buffer (100 MB: 8 MB peak instead of 105, as fast).
     command = [binary, "--no-config", "--no-heading", "--no-mmap", "--encoding", "none"]
     command += ["-a", "-n", "-b", "-F", "-M", "1"]
-    for literal in literals:
+    for literal in fewest_literals(literals):
         command += ["-e", literal]
     return [*command, "--", path if path is not None else "-"]
+
+
+#: The most literals rg 13–14 searches with its SIMD search (Teddy): one more, and a search of
+#: 100 MB takes 2.4x as long (0.08 s → 0.195 s here). `tests/core/test_prefilter_literals.py`
+#: keeps the scan's literals within it.
+RG_FAST_LITERALS = 64
+
+
+def fewest_literals(literals: Sequence[str]) -> list[str]:
+    """`literals` less each one that holds another (`EngineDeadError` holds `Error`): a line
+    holding it holds the other, so a search finds the same lines with fewer literals."""
+    kept: list[str] = []
+    for literal in sorted(set(literals), key=lambda text: (len(text), text)):
+        if not any(shorter in literal for shorter in kept):
+            kept.append(literal)
+    return kept
 
 
 #: The most lines the UTF-8 search reports: past them the check reads the rest itself.

@@ -651,7 +651,7 @@ def _command(tool: Tool, literals: list[str], path: str | None) -> list[str]:
     if kind == "rg":
         return early.rg_command(binary, literals, path)
     command = [binary, "-a", "-n", "-b", "-F"]
-    for literal in literals:
+    for literal in early.fewest_literals(literals):
         command += ["-e", literal]
     return [*command, "--", path if path is not None else "-"]
 
