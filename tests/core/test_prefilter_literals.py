@@ -8,8 +8,10 @@ import random
 
 import pytest
 
-from vllm_log_lsp.core import early, scan, stats
+from support import CRASH2, read_log
+from vllm_log_lsp.core import early, prefilter, scan, stats
 from vllm_log_lsp.core.catalog import builtin_catalog
+from vllm_log_lsp.core.text import LogIndex
 
 CATALOG = builtin_catalog()
 
@@ -36,3 +38,13 @@ def test_the_fewest_literals_find_the_same_lines() -> None:
 
 def test_a_literal_holding_another_is_left_out() -> None:
     assert early.fewest_literals(["EngineDeadError", "Error", "Killed", "Error"]) == ["Error", "Killed"]
+
+
+def test_the_automaton_and_python_find_the_same_lines_with_the_fewest_literals() -> None:
+    literals = sorted(scan.scan_literals(CATALOG))
+    text = "\n".join(read_log(path) for path in sorted(CRASH2.glob("*.log"))[:10]).encode()
+    index = LogIndex(text)
+    found = prefilter.automaton_scan(index, literals)
+    if found is None:
+        pytest.skip("ahocorasick-rs is not installed")
+    assert [start for start, _ in found] == [start for start, _ in prefilter._python_scan(index, literals, 0)]

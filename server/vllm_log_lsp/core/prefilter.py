@@ -317,7 +317,9 @@ def _automaton_groups(
         return None
     if any(_spans_lines(group) for group in sets):
         return None
-    automata = [_automaton(tuple(group)) if group else None for group in sets]
+    # (Only that a line holds one of a group's literals matters here: the fewest find the same
+    # lines, and within rg's limit the crate keeps its SIMD search too: see `early.fewest_literals`.)
+    automata = [_automaton(tuple(early.fewest_literals(group))) if group else None for group in sets]
     if any(a is None for a, group in zip(automata, sets, strict=True) if group):
         return None
 
@@ -548,7 +550,7 @@ def automaton_scan(
     """The lines holding a literal, by one Aho-Corasick pass; None without `ahocorasick-rs`."""
     if not literals or _spans_lines(literals):
         return None
-    automaton = _automaton(tuple(literals))
+    automaton = _automaton(tuple(early.fewest_literals(literals)))
     if automaton is None:
         return None
     if index.is_bytes:
