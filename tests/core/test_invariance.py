@@ -86,6 +86,35 @@ def test_a_bar_sharing_a_row_with_the_next_line_changes_no_answer(bar: str) -> N
     assert [log for log, text in glued.items() if _deaths(text) != _deaths(TEXTS[log])] == []
 
 
+def _typographic(line: str) -> str:
+    return re.sub(r'"([^"]*)"', "\u201c\\1\u201d", line).replace("'", "\u2019")
+
+
+def _html_escaped(line: str) -> str:
+    return (
+        line.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("'", "&#x27;")
+    )
+
+
+# A copy through a word processor, a chat or a document (typographic quotes), or from a web
+# page's source (HTML's character references).
+PUNCTUATION = {"typographic quotes": _typographic, "html references": _html_escaped}
+
+
+@pytest.mark.parametrize("copy", sorted(PUNCTUATION))
+def test_punctuation_a_copy_changed_changes_no_answer(copy: str) -> None:
+    """Before, 15 (typographic) and 16 (HTML) of 84 corpus logs answered otherwise: rules,
+    markers and frame paths no longer matched (`got an unexpected keyword argument ’num_tokens’`),
+    and two healthy logs died where an answered request (`“POST /v1/… HTTP/1.1” 200 OK`) no longer
+    showed the server carried on."""
+    changed = {log: "\n".join(map(PUNCTUATION[copy], text.split("\n"))) for log, text in TEXTS.items()}
+    assert [log for log, text in changed.items() if _deaths(text) != _deaths(TEXTS[log])] == []
+
+
 def test_colour_codes_change_no_answer() -> None:
     coloured = {log: _coloured(text) for log, text in TEXTS.items()}
     differ = [

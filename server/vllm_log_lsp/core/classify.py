@@ -17,7 +17,7 @@ from .incidents import Incident
 from .model import ExceptionEvent, Finding, Frame, ResolvedFix, RunContext, Symptom
 from .phase import death_phase
 from .scan import Candidate, Scan
-from .text import LogIndex
+from .text import LogIndex, as_printed
 from .values import resolve_op
 from .versions import parse_version
 
@@ -38,6 +38,12 @@ def classify(
     matches (see `RuleMatches`), for a log of many deaths, and its remembered results: the
     result depends on these inputs only, which each death of a restart loop repeats."""
     memo = matches if matches is not None else RuleMatches(catalog)
+    root_text, chain, frames, window = (
+        as_printed(root_text),
+        [as_printed(text) for text in chain],
+        [as_printed(text) for text in frames],
+        [as_printed(text) for text in window],
+    )
     key = (root_text, tuple(chain), tuple(frames), tuple(window), phase)
     if key not in memo.classified:
         memo.classified[key] = _first_rule(memo, *key)

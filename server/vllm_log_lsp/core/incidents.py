@@ -18,7 +18,7 @@ from .lines import parse_line
 from .model import Confidence, Considered, ExceptionEvent, LineWords, LogLine, Precursor, Symptom
 from .records import dataclass, field, replace
 from .scan import FATAL_LEVELS, MAX_LINE, Candidate, Scan
-from .text import LogIndex
+from .text import LogIndex, as_printed
 from .tracebacks import Traceback, is_uncaught
 
 # After the last symptom, how far to look for a cause printed late (core dumps, stderr order).
@@ -227,7 +227,9 @@ def _reached_serving(index: LogIndex, catalog: Catalog, lo: int, hi: int) -> boo
         if marker.phase not in _SERVING_PHASES or marker.id in _WEAK_PROGRESS:
             continue
         pos = index.find(marker.literal, lo, hi)
-        if pos >= 0 and marker.pattern.search(parse_line(0, index.line_at(pos, MAX_LINE)).message):
+        if pos >= 0 and marker.pattern.search(
+            as_printed(parse_line(0, index.line_at(pos, MAX_LINE)).message)
+        ):
             return True
     return False
 
@@ -387,7 +389,7 @@ class Progress:
             pos = self.index.find(marker.literal, lo, hi)
             while pos >= 0:
                 line = parse_line(0, self.index.line_at(pos, MAX_LINE))
-                if marker.pattern.search(line.message.strip()):
+                if marker.pattern.search(as_printed(line.message.strip())):
                     number = self.index.line_of(pos)
                     if number < earliest.get(line.stream, 1 << 60):
                         earliest[line.stream] = number
@@ -410,7 +412,9 @@ def _last_marked(index: LogIndex, markers: list[Marker], lo: int, hi: int, outer
         while pos >= 0 and tries < 20:
             start = index.line_start_at(pos)
             line = parse_line(0, index.line_at(pos, MAX_LINE))
-            if (outer is None or (line.outer or "") == outer) and marker.pattern.search(line.message):
+            if (outer is None or (line.outer or "") == outer) and marker.pattern.search(
+                as_printed(line.message)
+            ):
                 best = max(best, index.line_of(pos))
                 break
             pos = index.rfind(marker.literal, lo, start)

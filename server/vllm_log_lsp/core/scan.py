@@ -19,7 +19,7 @@ from .prefilter import Numbered, ToolRows, candidate_lines_by_group
 from .records import dataclass, field, replace
 from .repeats import RepeatRun, first_copy, marker_literals, skip_copies
 from .source import release_pages
-from .text import LogIndex
+from .text import LogIndex, as_printed
 from .tracebacks import (
     BodyMemo,
     Traceback,
@@ -349,7 +349,8 @@ class _MarkersByMessage:
         if found is None:
             if len(self._found) >= _MAX_MESSAGES:
                 self._found.clear()
-            found = self._found[message] = (*self._symptom(message), self._first("precursor", message))
+            printed = as_printed(message)
+            found = self._found[message] = (*self._symptom(printed), self._first("precursor", printed))
         return found
 
     def stop(self, message: str) -> tuple[str, int, Marker] | None:
@@ -359,8 +360,9 @@ class _MarkersByMessage:
         if len(self._stops) >= _MAX_MESSAGES:
             self._stops.clear()
         found = None
+        printed = as_printed(message)
         for kind, tier in (("fault", 0), ("signal", 2)):
-            marker = self._first(kind, message)
+            marker = self._first(kind, printed)
             if marker is not None:
                 found = (kind, tier, marker)
                 break

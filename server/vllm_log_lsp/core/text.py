@@ -67,6 +67,25 @@ _ANSI = regexes.compile(
 _ESCAPED_ESC = ("\\u001", "\\x1", "\\033[", "\\e[")
 
 
+# What a copy through a word processor, a chat or a web page's source makes of a log's ASCII
+# punctuation: typographic quotes, and HTML's character references. The rules are written
+# against the log as printed, so they read the text as it was printed.
+_TYPOGRAPHY = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+_HTML_REFERENCES = {"&quot;": '"', "&#34;": '"', "&#x22;": '"', "&apos;": "'", "&#39;": "'", "&#x27;": "'"}
+_HTML_REFERENCES.update({"&lt;": "<", "&gt;": ">", "&#60;": "<", "&#62;": ">"})
+_HTML_REFERENCE = regexes.compile("|".join(map(re.escape, [*_HTML_REFERENCES, "&amp;"])))
+
+
+def as_printed(text: str) -> str:
+    """`text` with typographic quotes as ASCII ones and HTML's character references decoded
+    (`&amp;` last, so `&amp;quot;` reads `&quot;`); the same `str` when it holds neither."""
+    if "&" in text and ";" in text:
+        text = _HTML_REFERENCE.sub(lambda found: _HTML_REFERENCES.get(found.group(), "&"), text)
+    if not text.isascii():
+        text = text.translate(_TYPOGRAPHY)
+    return text
+
+
 def may_hold_colour(line: str) -> bool:
     """Whether `line` may hold a colour code (`strip_ansi` changes nothing in any other): an ESC,
     a code that lost its ESC before a parenthesis (`m(`), or one whose ESC is written out. Parts

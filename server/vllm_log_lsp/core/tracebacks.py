@@ -18,7 +18,7 @@ from . import regexes
 from .lines import WriterPrefix, parse_line, writer_prefix
 from .model import ExceptionEvent, Frame, LogLine, Span
 from .records import dataclass, field
-from .text import ESCAPE, LogIndex, Text
+from .text import ESCAPE, LogIndex, Text, as_printed
 
 TRACEBACK_HEADER = "Traceback (most recent call last):"
 
@@ -731,8 +731,11 @@ def is_traceback_header(message: str) -> bool:
 
 def frame_parts(message: str, stripped: str) -> tuple[str, str | None, str | None] | None:
     """(path, line number, function) of a frame line (`stripped`: its message stripped):
-    Python's `File "…", line N, in f`, IPython's `File /…/x.py:N, in f(…)` or `Cell In[3], line 3`."""
+    Python's `File "…", line N, in f`, IPython's `File /…/x.py:N, in f(…)` or `Cell In[3], line 3`;
+    quotes a copy made typographic or HTML references (`File “…”`, `File &quot;…&quot;`) read as
+    printed."""
     if stripped.startswith("File "):
+        message, stripped = as_printed(message), as_printed(stripped)
         if not stripped.startswith('File "') and (ipython := _IPYTHON_FRAME.match(message)):
             return ipython.group("path"), ipython.group("lineno"), ipython.group("func")
         frame = _FRAME.match(message)
