@@ -183,3 +183,11 @@ def test_two_analyses_of_one_reversed_log_are_equal() -> None:
     shown = newest_on_top(LOGS["crash/007.log"])
     assert analyze(shown) == Analyzer().analyze(shown)
     assert analyze(shown) != analyze(newest_on_top(LOGS["crash/011.log"]))
+
+
+def test_a_short_log_with_wide_characters_gets_one_answer_from_bytes_and_text() -> None:
+    """(The sample is whole lines of the same characters: a file's bytes outnumber its text's
+    characters, and its last line, here the header that tells the order, is kept all the same.)"""
+    shown = "ValueError: 模型 🚀 is not a valid model\n" + '  File "/x/vllm/a.py", line 1, in f\n' + HEADER
+    assert newest_first(shown) is True
+    assert newest_first(shown.encode()) is True

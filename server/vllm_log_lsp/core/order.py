@@ -68,12 +68,18 @@ def newest_first(text: Text) -> bool:
 
 
 def _sample_lines(text: Text) -> list[str]:
+    """The whole lines of the start of `text`: of a file's bytes, the same as of its text (a
+    character takes at most four bytes)."""
     if isinstance(text, str):
         head = text[:SAMPLE_CHARS]
+        whole = len(head) == len(text)
     else:
-        head = bytes(text[: 4 * SAMPLE_CHARS]).decode("utf-8", "replace")[:SAMPLE_CHARS]
+        raw = text[: 4 * SAMPLE_CHARS]
+        decoded = bytes(raw).decode("utf-8", "replace")
+        head = decoded[:SAMPLE_CHARS]
+        whole = len(raw) == len(text) and len(decoded) <= SAMPLE_CHARS
     lines = head.split("\n")
-    if len(head) < len(text):
+    if not whole:
         lines.pop()  # (cut by the sample)
     return lines
 
