@@ -38,12 +38,6 @@ def classify(
     matches (see `RuleMatches`), for a log of many deaths, and its remembered results: the
     result depends on these inputs only, which each death of a restart loop repeats."""
     memo = matches if matches is not None else RuleMatches(catalog)
-    root_text, chain, frames, window = (
-        as_printed(root_text),
-        [as_printed(text) for text in chain],
-        [as_printed(text) for text in frames],
-        [as_printed(text) for text in window],
-    )
     key = (root_text, tuple(chain), tuple(frames), tuple(window), phase)
     if key not in memo.classified:
         memo.classified[key] = _first_rule(memo, *key)
@@ -59,6 +53,9 @@ def _first_rule(
     window: tuple[str, ...],
     phase: str,
 ) -> tuple[Rule | None, dict[str, str]]:
+    # (Read as printed, only when not remembered: a restart loop repeats its deaths' texts.)
+    root_text = as_printed(root_text)
+    chain, frames, window = (tuple(map(as_printed, texts)) for texts in (chain, frames, window))
     window_blob = "\n".join(window)
     frames_blob = "\n".join(frames + chain)
     frame_items = frames + chain

@@ -24,7 +24,8 @@ from array import array
 
 from . import regexes
 from .linebreaks import NewlineLines
-from .text import Text
+from .text import Text, text_start
+from .tracebacks import TRACEBACK_HEADER
 
 #: How much of the start of a log is read to tell its order (characters).
 SAMPLE_CHARS = 64 * 1024
@@ -37,7 +38,6 @@ _TIMESTAMP = regexes.compile(
 )
 # How far into a line its timestamp is looked for (past a collector's and vLLM's prefixes).
 _TIME_REACH = 160
-_HEADER = "Traceback (most recent call last):"
 # The line that ends a traceback: the exception's (dotted) type, then its message.
 _EXCEPTION = regexes.compile(r"[A-Za-z_][\w.]*(?::[ ]|:?\r?$)")
 _FRAME = 'File "'
@@ -68,16 +68,8 @@ def newest_first(text: Text) -> bool:
 
 
 def _sample_lines(text: Text) -> list[str]:
-    """The whole lines of the start of `text`: of a file's bytes, the same as of its text (a
-    character takes at most four bytes)."""
-    if isinstance(text, str):
-        head = text[:SAMPLE_CHARS]
-        whole = len(head) == len(text)
-    else:
-        raw = text[: 4 * SAMPLE_CHARS]
-        decoded = bytes(raw).decode("utf-8", "replace")
-        head = decoded[:SAMPLE_CHARS]
-        whole = len(raw) == len(text) and len(decoded) <= SAMPLE_CHARS
+    """The whole lines of the start of `text` (of a file's bytes, the same as of its text)."""
+    head, whole = text_start(text, SAMPLE_CHARS)
     lines = head.split("\n")
     if not whole:
         lines.pop()  # (cut by the sample)
@@ -108,7 +100,7 @@ def _header_sides(lines: list[str]) -> tuple[int, int]:
     """How many traceback headers have a frame only above them, and how many one below."""
     back = forth = 0
     for at, line in enumerate(lines):
-        if _HEADER not in line:
+        if TRACEBACK_HEADER not in line:
             continue
         below = [other for other in lines[at + 1 : at + 1 + _NEAR] if other.strip()]
         above = [other for other in reversed(lines[max(at - _NEAR, 0) : at]) if other.strip()]

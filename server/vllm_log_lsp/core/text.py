@@ -86,6 +86,18 @@ def as_printed(text: str) -> str:
     return text
 
 
+def text_start(text: Text, chars: int) -> tuple[str, bool]:
+    """The first `chars` characters of `text`, and whether they are all of it: of a file's
+    bytes, the same characters as of its text (a character takes at most four bytes), so a
+    decision read from them does not depend on which the caller has."""
+    if isinstance(text, str):
+        head = text[:chars]
+        return head, len(head) == len(text)
+    raw = text[: 4 * chars]
+    decoded = bytes(raw).decode("utf-8", "replace")
+    return decoded[:chars], len(raw) == len(text) and len(decoded) <= chars
+
+
 def may_hold_colour(line: str) -> bool:
     """Whether `line` may hold a colour code (`strip_ansi` changes nothing in any other): an ESC,
     a code that lost its ESC before a parenthesis (`m(`), or one whose ESC is written out. Parts

@@ -735,7 +735,9 @@ def frame_parts(message: str, stripped: str) -> tuple[str, str | None, str | Non
     quotes a copy made typographic or HTML references (`File “…”`, `File &quot;…&quot;`) read as
     printed."""
     if stripped.startswith("File "):
-        message, stripped = as_printed(message), as_printed(stripped)
+        printed = as_printed(message)
+        if printed is not message:  # (the same str unless a copy changed its punctuation)
+            message, stripped = printed, printed.strip()
         if not stripped.startswith('File "') and (ipython := _IPYTHON_FRAME.match(message)):
             return ipython.group("path"), ipython.group("lineno"), ipython.group("func")
         frame = _FRAME.match(message)

@@ -36,7 +36,7 @@ from array import array
 from collections import Counter
 
 from . import regexes
-from .text import Text
+from .text import Text, text_start
 
 #: How much of the log's start `wrap_width` reads: a terminal copy is all of one width.
 SAMPLE_CHARS = 1 << 16
@@ -142,16 +142,7 @@ def _sample(text: Text) -> tuple[list[str], bool] | None:
     """The rows of the start of `text` (whole rows only), and whether they are all its rows;
     None when the text holds a bare `\r` or a colour code (a terminal copy has neither: the
     terminal drew them)."""
-    # The same characters of a file's bytes as of its text (the answer must not depend on
-    # which the caller has): a character takes at most four bytes.
-    if isinstance(text, str):
-        head = text[:SAMPLE_CHARS]
-        whole = len(head) == len(text)
-    else:
-        raw = text[: 4 * SAMPLE_CHARS]
-        decoded = bytes(raw).decode("utf-8", "replace")
-        head = decoded[:SAMPLE_CHARS]
-        whole = len(raw) == len(text) and len(decoded) <= SAMPLE_CHARS
+    head, whole = text_start(text, SAMPLE_CHARS)
     if "\r" in head.replace("\r\n", "") or "\x1b" in head:
         return None
     rows = _rows_of(head)
