@@ -51,6 +51,15 @@ COLUMNS: dict[str, Callable[[str], str]] = {
     "less -N": _each_line(lambda n: f"{n + 1:>7} "),
     "numbered | ": _each_line(lambda n: f"{n + 1:>5} | "),
     "bat": _each_line(lambda n: f"{n + 1:>4} \u2502 "),
+    # ... with no space after its bar: the gutter ends where the line's text begins (`[rank0]:`).
+    "numbered|": _each_line(lambda n: f"{n + 1:>4}|"),
+    "numbered\u2502": _each_line(lambda n: f"{n + 1}\u2502"),
+    # pm2's process column (an id and a name, each before a bar): a compose-like column.
+    "pm2": _each_line(lambda n: "0|vllm     | "),
+    # A Kubernetes node's container log (CRI): a timestamp, the stream, a full line's `F`.
+    "CRI": _each_line(lambda n: f"2025-10-31T16:32:{n % 60:02d}.{n:09d}Z stderr F "),
+    # A log quoted in an issue or a mail.
+    "quoted": _each_line(lambda n: "> "),
 }
 
 

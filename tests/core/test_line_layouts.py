@@ -144,6 +144,23 @@ def test_a_learned_prefix_has_layouts_of_its_own() -> None:
     assert parse_line(0, raw) == plain and taught != plain and taught.message == "boom"
 
 
+@pytest.mark.parametrize("bar", ["|", "\u2502"])
+def test_a_gutter_with_no_space_after_its_bar_is_learned_alone(bar: str) -> None:
+    """`  12|[rank0]: Traceback …`: the gutter ends at its bar, and torch's rank prefix after it
+    is read as in any log (learned with the gutter, each rank would be its own column)."""
+    body = ["[rank0]: Traceback (most recent call last):", '[rank0]:   File "a.py", line 1, in f']
+    body += ["[rank1]: RuntimeError: boom", "INFO 10-03 21:00:01 [a.py:1] step"] * 3
+    numbered = [f"{n + 1:>4}{bar}{line}" for n, line in enumerate(body)]
+    pattern = learn_outer_prefix(numbered)
+    assert pattern is not None
+    assert all(pattern.match(raw) and pattern.match(raw).end() == raw.index(bar) + 1 for raw in numbered)
+    with learned_prefix(pattern):
+        assert parse_line(2, numbered[2]).stream == parse_line(2, body[2]).stream == "rank1"
+    # pm2's `0|vllm     | ` stays one column: the space after its last bar ends it.
+    pm2 = learn_outer_prefix([f"0|vllm     | {line}" for line in body])
+    assert pm2 is not None and pm2.match("0|vllm     | x").end() == len("0|vllm     | ")
+
+
 def test_long_lines_and_many_shapes_parse_alike() -> None:
     long = "(APIServer pid=1) ERROR 10-03 21:00:01 [a.py:1] " + "x9" * lines._MEMO_MAX_LINE
     assert parse_line(0, long) == _fresh(0, long)

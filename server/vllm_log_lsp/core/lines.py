@@ -502,19 +502,25 @@ def _leading_every_line(shape: str, cleans: list[str]) -> re.Pattern[str] | None
 
 
 _SPACES = regexes.compile(r"\s+")
+# A column's bar with no space after it (a viewer's line-number gutter `  12|`, `12│`).
+_BARS = regexes.compile(r"[|│┃](?=\S)")
 
 
 def _unknown_end(clean: str, end: int) -> int:
     """Where the part of `clean[:end]` that no known prefix takes apart ends: the first place
     after white space from which the runtime and process prefixes `parse_line` knows reach
     `end` (a pod's column before torch's `[rank0]: `: the column is learned, the rank is read
-    as in any log), else `end`."""
-    for space in _SPACES.finditer(clean, 0, end):
-        pos = _outer_prefixes(clean, space.end())
-        while clean.startswith(_PROCESS_FIRST, pos) and (match := _PROCESS.match(clean, pos)):
-            pos = match.end()
-        if pos >= end:
-            return space.end()
+    as in any log); else the first such place after a column's bar with no space after it (a
+    gutter `  12|[rank0]: ` has no white space to end at); else `end`."""
+    for splits in (_SPACES, _BARS):
+        for split in splits.finditer(clean, 0, end):
+            if split.end() >= end:
+                break  # (a place at `end` itself takes nothing apart)
+            pos = _outer_prefixes(clean, split.end())
+            while clean.startswith(_PROCESS_FIRST, pos) and (match := _PROCESS.match(clean, pos)):
+                pos = match.end()
+            if pos >= end:
+                return split.end()
     return end
 
 
