@@ -161,6 +161,50 @@ def test_a_gutter_with_no_space_after_its_bar_is_learned_alone(bar: str) -> None
     assert pm2 is not None and pm2.match("0|vllm     | x").end() == len("0|vllm     | ")
 
 
+@pytest.mark.parametrize(
+    ("header", "level"),
+    [
+        ("[2025-04-23 21:09:12] [ERROR] [vllm.v1.engine.core] ", "ERROR"),
+        ("[2025-04-23 21:09:12 +0000] [1234] [WARNING] ", "WARNING"),
+        ("[2025-04-23 21:09:12,123] [vllm] [FATAL] ", "CRITICAL"),
+        ("2025-04-23 21:09:12,123 ERROR vllm.core: ", "ERROR"),
+        ("2025-04-23T21:09:12.123Z [WARN] ", "WARNING"),
+        ("2025-04-23 21:09:12 [1234] INFO [vllm.core] ", "INFO"),
+        ("(EngineCore pid=176) 2025-04-23T21:09:12.123Z [ERROR] ", "ERROR"),
+        ("ERROR:vllm.engine.core:", "ERROR"),
+        ("WARNING:torch.distributed.run:", "WARNING"),
+    ],
+)
+@pytest.mark.parametrize(
+    "message",
+    [
+        "EngineCore encountered a fatal error.",
+        '  File "/x/core.py", line 1, in run',
+        "torch.AcceleratorError: boom",
+    ],
+)
+def test_a_logging_format_of_the_users_own_is_a_header(header: str, level: str, message: str) -> None:
+    """A header of the user's own format: its level read, the message after it as printed (a
+    frame keeps its indentation; an exception's dotted class is no logger's name)."""
+    line = _fresh(0, header + message)
+    assert (line.level, line.message) == (level, message)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "[rank0]: RuntimeError: boom",  # (a process prefix, then the message)
+        "2025-04-23 21:09:12,123 Engine died: ERROR in step",  # (no level after the time)
+        "[2025-04-23 21:09:12] ERRORS were found",
+        "ERROR: nothing to do",  # (uvicorn's, its own alternative)
+    ],
+)
+def test_text_like_a_header_of_the_users_own_is_not_one(raw: str) -> None:
+    line = _fresh(0, raw)
+    assert line.level is None or raw.startswith("ERROR: ")
+    assert line.message.endswith(raw.split(": ", 1)[-1] if raw.startswith("[rank0]") else raw[-10:])
+
+
 def test_long_lines_and_many_shapes_parse_alike() -> None:
     long = "(APIServer pid=1) ERROR 10-03 21:00:01 [a.py:1] " + "x9" * lines._MEMO_MAX_LINE
     assert parse_line(0, long) == _fresh(0, long)

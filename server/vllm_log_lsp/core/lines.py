@@ -89,15 +89,38 @@ _VLLM_HEADER = regexes.compile(
     re.VERBOSE,
 )
 
+# Other loggers' headers: uvicorn's; Python's `asctime - name - levelname - `; Ray's. And a
+# format of the user's own (`VLLM_LOGGING_CONFIG_PATH`, `VLLM_CONFIGURE_LOGGING=0` and a handler
+# of theirs, a server that embeds vLLM), by the fields such formats print:
+# - `bracketed`: fields in brackets, one the time and one the level (`[2025-04-23 21:09:12]
+#   [ERROR] [vllm.core] `, gunicorn's `[… +0000] [1234] [ERROR] `);
+# - `stamped`: the time, the level, then a logger's name in brackets or a module's dotted path
+#   (`2025-04-23 21:09:12,123 ERROR vllm.core: `; not an exception's `torch.AcceleratorError: `,
+#   whose class starts with a capital);
+# - `leveled`: a level in brackets alone, its time taken off before as a collector's
+#   (`2025-04-23T21:09:12.123Z [ERROR] `);
+# - `basic`: Python's `logging.basicConfig` (`ERROR:vllm.core:`, torchrun's `WARNING:torch.…:`).
+# A level is followed by one space: the message after it keeps its own (a frame's indentation).
 _OTHER_HEADER = regexes.compile(
     r"""
     (?P<uvicorn>(?P<ulevel>DEBUG|INFO|WARNING|ERROR|CRITICAL):[ ]+)
   | (?P<pylog>\d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d,\d{3}[ ]-[ ](?:[\w.]+[ ]-[ ])?
         (?P<plevel>DEBUG|INFO|WARNING|ERROR|CRITICAL)[ ]-[ ](?:[\w.]+:\d+[ ]-[ ])?)
   | (?P<raylog>\d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d,\d{3}\t(?P<rlevel>DEBUG|INFO|WARNING|ERROR)[ ][\w.]+:\d+[ ]--[ ])
+  | (?P<bracketed>(?:\[[^\]\n]{1,40}\][ ]){0,2}\[[^\]\n]{0,24}\d\d:\d\d:\d\d[^\]\n]{0,24}\][ ]
+        (?:\[[^\]\n]{1,40}\][ ]){0,2}\[(?P<blevel>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\][ ]?
+        (?:\[[\w.\-:]{1,80}\][ ]?)?)
+  | (?P<stamped>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:[ ]?(?:Z|[+-]\d\d:?\d\d|UTC))?[ ]+
+        (?:\[?\d+\]?[ ]+)?\[?(?P<slevel>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?:?[ ]
+        (?:\[[\w.\-:]{1,80}\]:?[ ]?|[a-z_][\w\-]*(?:\.[a-z_][\w\-]*)+:?[ ])?)
+  | (?P<leveled>\[(?P<llevel>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\][ ](?:\[[\w.\-:]{1,80}\][ ]?)?)
+  | (?P<basic>(?P<clevel>DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.\-<>]+:)
     """,
     re.VERBOSE,
 )
+# The names some formats give a level, as vLLM's logger names it.
+_LEVEL_NAMES = {"WARN": "WARNING", "FATAL": "CRITICAL"}
+_OTHER_LEVELS = ("ulevel", "plevel", "rlevel", "blevel", "slevel", "llevel", "clevel")
 
 # How far into a line a user's VLLM_LOGGING_PREFIX may push vLLM's header.
 _MAX_USER_PREFIX = 80
@@ -308,10 +331,10 @@ def _layout_of(clean: str, learned: re.Pattern[str] | None) -> _Layout:
     else:
         other = _OTHER_HEADER.match(clean, pos)
         if other:
-            layout.level = other.group("ulevel") or other.group("plevel") or other.group("rlevel")
+            layout.level = next(level for level in other.group(*_OTHER_LEVELS) if level)
             pos = other.end()
-    if layout.level == "WARN":
-        layout.level = "WARNING"
+    if layout.level in _LEVEL_NAMES:
+        layout.level = _LEVEL_NAMES[layout.level]
     layout.message_start = pos
     return layout
 
