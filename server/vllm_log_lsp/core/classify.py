@@ -17,7 +17,7 @@ from .incidents import Incident
 from .model import ExceptionEvent, Finding, Frame, ResolvedFix, RunContext, Symptom
 from .phase import death_phase
 from .scan import Candidate, Scan
-from .text import LogIndex, as_printed
+from .text import LogIndex, as_printed, clip_line
 from .values import resolve_op
 from .versions import parse_version
 
@@ -139,7 +139,7 @@ def _window_text(index: LogIndex, root_offset: int, root_line: int, run: tuple[i
     lines = [t for n, t in index.iter_lines_back(root_offset, root_line, _CONTEXT_RADIUS) if n >= lo]
     lines.reverse()
     lines.extend(t for n, t in index.iter_lines_from(root_offset, root_line, _CONTEXT_RADIUS) if n < hi)
-    return [line[:2000] for line in lines]
+    return [clip_line(line, 2000) for line in lines]
 
 
 def _root_text(cand: Candidate) -> str:

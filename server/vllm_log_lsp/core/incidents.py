@@ -18,7 +18,7 @@ from .lines import parse_line
 from .model import Confidence, Considered, ExceptionEvent, LineWords, LogLine, Precursor, Symptom
 from .records import dataclass, field, replace
 from .scan import FATAL_LEVELS, MAX_LINE, Candidate, Scan
-from .text import LogIndex, as_printed
+from .text import LogIndex, as_printed, clip_line
 from .tracebacks import Traceback, is_uncaught
 
 # After the last symptom, how far to look for a cause printed late (core dumps, stderr order).
@@ -189,7 +189,7 @@ def _quiet_tail(index: LogIndex, scan: Scan, cand: Candidate, run_end: int | Non
             return False
         if number in scan.consumed:
             continue
-        line = parse_line(number, raw[:MAX_LINE])
+        line = parse_line(number, clip_line(raw, MAX_LINE))
         if line.level in ("INFO", "DEBUG") and not _TEARDOWN.search(line.message):
             if _earlier(line.timestamp, since):
                 continue  # flushed late (Ray's `[repeated Nx across cluster]`): said before the error
@@ -203,7 +203,7 @@ def _timestamp(index: LogIndex, scan: Scan, line: int) -> str | None:
     known = scan.lines.get(line)
     if known is not None:
         return known.timestamp
-    return parse_line(line, index.line_text(line)[:MAX_LINE]).timestamp
+    return parse_line(line, clip_line(index.line_text(line), MAX_LINE)).timestamp
 
 
 def _earlier(stamp: str | None, than: str | None) -> bool:

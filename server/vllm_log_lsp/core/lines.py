@@ -28,7 +28,7 @@ from sys import intern
 
 from . import regexes
 from .model import LogLine
-from .text import MASK_DIGITS, ColumnMap, may_hold_colour, strip_ansi
+from .text import MASK_DIGITS, ColumnMap, clip_line, may_hold_colour, strip_ansi
 
 _OUTER = regexes.compile(
     r"""
@@ -483,7 +483,7 @@ def learn_outer_prefix(lines: Iterable[str]) -> re.Pattern[str] | None:
     anchored = 0
     cleans: list[str] = []
     for raw in lines:
-        clean, _ = strip_ansi(raw[:400])
+        clean, _ = strip_ansi(clip_line(raw, 400))
         cleans.append(clean)
         start = _VLLM_START.search(clean, 0, _MAX_PREFIX + 80)
         if start is None:

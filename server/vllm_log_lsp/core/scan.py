@@ -283,7 +283,8 @@ def _candidate(index: LogIndex, start: int, number: int, parsed: dict[int, LogLi
     end = index.line_end_at(start)
     line = parsed.pop(number, None)
     if line is None or end - start > MAX_LINE:
-        line = parse_line(number, index.slice(start, min(end, start + MAX_LINE)))
+        # (A run of NULs before the text counts for nothing: the text after it is read.)
+        line = parse_line(number, index.slice(start, min(end, index.after_nul_run(start, end) + MAX_LINE)))
     return line
 
 

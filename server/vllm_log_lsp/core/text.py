@@ -62,6 +62,9 @@ _ANSI = regexes.compile(
     # A colour code whose ESC the tool that showed the log wrote out: `cat -v`'s `^[`, a JSON
     # or Python string's `\u001b` and `\x1b`, a shell's `\033` and `\e`, the symbol `␛`.
     r"|(?:\^\[|\\u001[bB]|\\x1[bB]|\\033|\\e|\u241b)\[(?:\d{1,3};)*\d{0,3}m"
+    # NUL bytes: no printed text, but where a write was lost (a crash before the page cache
+    # reached the disk leaves a hole) or a file was truncated in place (logrotate's copytruncate).
+    r"|\x00+"
 )
 #: How a colour code's ESC is written out after a backslash (`may_hold_colour`).
 _ESCAPED_ESC = ("\\u001", "\\x1", "\\033[", "\\e[")
@@ -98,13 +101,24 @@ def text_start(text: Text, chars: int) -> tuple[str, bool]:
     return decoded[:chars], len(raw) == len(text) and len(decoded) <= chars
 
 
+def clip_line(line: str, limit: int) -> str:
+    """The first `limit` characters of `line` after any run of NULs it starts with (the run
+    kept: columns stay the line's own). NULs count for nothing where a line is read within a
+    limit: a hole a lost write left, or a file truncated in place, starts a line with them."""
+    if not line.startswith("\x00"):
+        return line[:limit]
+    return line[: len(line) - len(line.lstrip("\x00")) + limit]
+
+
 def may_hold_colour(line: str) -> bool:
-    """Whether `line` may hold a colour code (`strip_ansi` changes nothing in any other): an ESC,
-    a code that lost its ESC before a parenthesis (`m(`), or one whose ESC is written out. Parts
-    of the parse that read a line as its own text (layouts remembered, a writer's lines sliced)
-    ask this first. (Five `in` tests, the backslash forms behind one: it is asked per line.)"""
+    """Whether `line` may hold a colour code or a NUL (`strip_ansi` changes nothing in any
+    other): an ESC, a code that lost its ESC before a parenthesis (`m(`), one whose ESC is
+    written out, a NUL. Parts of the parse that read a line as its own text (layouts
+    remembered, a writer's lines sliced) ask this first. (Six `in` tests, the backslash forms
+    behind one: it is asked per line.)"""
     return (
         ESCAPE in line
+        or "\x00" in line
         or "m(" in line
         or "^[[" in line
         or "\u241b" in line
@@ -292,6 +306,8 @@ def _find_each(text: mmap.mmap, needles: tuple[bytes, ...]) -> list[int]:
     return find_releasing(text, needles)
 
 
+#: Units of a run of NULs read at a time (`LogIndex.after_nul_run`).
+_NUL_BLOCK = 1 << 16
 #: A backward search of a mapped file over more than this lets the pages it passed go.
 _RELEASING_SPAN = 1 << 22
 
@@ -417,11 +433,12 @@ class LogIndex:
         return decoded
 
     def line_at(self, offset: int, limit: int | None = None) -> str:
-        """The text of the line holding `offset` (at most `limit` units of it)."""
+        """The text of the line holding `offset` (at most `limit` units of it after any run of
+        NULs it starts with: see `clip_line`)."""
         start = self.line_start_at(offset)
         end = self.line_end_at(offset)
         if limit is not None:
-            end = min(end, start + limit)
+            end = min(end, self.after_nul_run(start, end) + limit)
         return self.slice(start, end)
 
     def remember(self, offset: int, line: int) -> None:
@@ -540,6 +557,17 @@ class LogIndex:
             # `\n` only: the last `\r` of a log may lie megabytes behind).
             start = max(start, self.text.rfind(self._cr, start, offset) + 1)
         return start
+
+    def after_nul_run(self, offset: int, end: int) -> int:
+        """Where the run of NULs at `offset` ends (at most `end`; `offset` when none starts
+        there): a hole a lost write left, or a file truncated in place, before a line's text."""
+        text, nul = self.text, (b"\x00" if self.is_bytes else "\x00")
+        while offset < end and text[offset : offset + 1] == nul:
+            piece = text[offset : min(end, offset + _NUL_BLOCK)]
+            offset += len(piece) - len(piece.lstrip(nul))  # type: ignore[arg-type]
+            if len(piece) < _NUL_BLOCK:
+                break
+        return offset
 
     def line_end_at(self, offset: int) -> int:
         """Offset just past the text of the line holding `offset` (before its line break)."""
