@@ -154,6 +154,40 @@ def newest_first(text: str, rng: random.Random, others: Sequence[str]) -> str:
     return "\n".join(reversed(lines)) + ("\n" if ending is not None else "")
 
 
+def nul_run(text: str, rng: random.Random, others: Sequence[str]) -> str:
+    """A run of NULs at the start of a line or two: a hole a lost write left."""
+    lines = _lines(text)
+    for _ in range(rng.randint(1, 2)):
+        if lines:
+            at = rng.randrange(len(lines))
+            lines[at] = "\0" * rng.choice((1, 445, 4096, 30_000)) + lines[at]
+    return "".join(lines)
+
+
+# vLLM's logger header, and formats of the user's own that may print in its place.
+_VLLM_HEADER = re.compile(
+    r"\b(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.\d+)? \[[^\]]+\] "
+)
+HEADERS = [
+    "[2025-{date} {time}] [{level}] [vllm.core] ",
+    "2025-{date} {time},123 {level} vllm.engine: ",
+    "2025-{date}T{time}.123Z [{level}] ",
+    "{level}:vllm.core:",
+    "",
+]
+
+
+def header(text: str, rng: random.Random, others: Sequence[str]) -> str:
+    """vLLM's logger header replaced by a format of the user's own (`HEADERS`)."""
+    template = rng.choice(HEADERS)
+
+    def own(found: re.Match[str]) -> str:
+        level, date, time = found.groups()
+        return template.format(level=level, date=date, time=time)
+
+    return _VLLM_HEADER.sub(own, text)
+
+
 MUTATIONS: list[Callable[[str, random.Random, Sequence[str]], str]] = [
     interleave,
     repeat,
@@ -167,6 +201,8 @@ MUTATIONS: list[Callable[[str, random.Random, Sequence[str]], str]] = [
     column,
     terminal,
     newest_first,
+    nul_run,
+    header,
 ]
 
 

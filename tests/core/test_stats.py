@@ -203,6 +203,31 @@ def test_growing_log_keeps_earlier_samples_and_reads_the_new_ones() -> None:
     assert grown.health == fresh.health
 
 
+def test_a_grown_log_reads_its_times_on_from_the_last_line_read() -> None:
+    """A year-less stamp that goes back months wraps a year from the time read last; a log's
+    times may go back (a block printed again), so a grown scan goes on from the last line's
+    time, not the latest: 01-05 after 09-10 then 06-10 is the same year (fresh), where from
+    09-10 it would wrap (found by scripts/fuzz.py, seed 67)."""
+
+    def stats(stamp: str) -> str:
+        return (
+            f"INFO {stamp} [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation "
+            "throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 5.0%\n"
+        )
+
+    other = "INFO 06-10 10:00:01 [api_server.py:1] GET /health 200\n" * 3  # (lines read again)
+    head = stats("09-10 10:00:00") + stats("06-10 10:00:00") + other
+    full = head + stats("01-05 10:00:00")
+    analyzer = Analyzer()
+    analyzer.analyze(head)
+    grown = analyzer.analyze(full)
+    fresh = Analyzer().analyze(full)
+    assert analyzer.reused_offset > 0
+    [series] = fresh.health.series
+    assert series.samples[2].time is not None and series.samples[2].time < series.samples[1].time
+    assert grown.health == fresh.health
+
+
 def test_committed_pressure_fixtures_match_their_generator() -> None:
     assert V1_LOG.read_text(encoding="utf-8") == v1_pressure_log()
     assert V0_LOG.read_text(encoding="utf-8") == v0_preemption_log()

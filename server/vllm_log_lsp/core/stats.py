@@ -147,8 +147,11 @@ def scan_stats(
     (`found`: the lines holding `LITERALS` from there, when the caller searched with the scan's)."""
     scan = scan or StatsScan()
     clock = _Clock()
-    if scan.samples:
-        clock.last = max((s.time for s in scan.samples if s.time is not None), default=None)
+    # The clock goes on from the last time it read (a year-less stamp that goes back wraps a
+    # year from it): that of the last line read, not the latest time (a log's times go back).
+    timed = [(s.line, s.time) for s in scan.samples if s.time is not None]
+    timed += [(p.line, p.time) for p in scan.preemptions if p.time is not None]
+    clock.last = max(timed)[1] if timed else None
     [found] = [found] if found is not None else candidate_lines_by_group(index, [LITERALS], begin)
     for start, line_no in found:
         raw = index.slice(start, min(index.line_end_at(start), start + _MAX_LINE))
