@@ -40,6 +40,13 @@ _CARETS = regexes.compile(r"\s*[~^\s]+$")
 _ELISION = regexes.compile(
     r"\s*(?:\.\.\.<\d+ lines>\.\.\.|\[Previous line repeated \d+ more times?\]|\.+)\s*$"
 )
+# An exception group's traceback (PEP 654, Python 3.11+: anyio's and starlette's task groups)
+# draws its tree in a margin: each line of a group or sub-exception after `| ` (deeper ones
+# indented further), sub-exceptions between separators `+-+---- 1 ----`, `+---- 2 ----` (`...`
+# past the ones shown), each group closed by `+------------`.
+EXCEPTION_GROUP_HEADER = "Exception Group Traceback (most recent call last):"
+_GROUP_MARGIN = regexes.compile(r"\s*\|(?: |$)")
+_GROUP_SEPARATOR = regexes.compile(r"\s*\+(?:-\+)?-{3,}(?: (?P<number>\d+|\.\.\.) -{3,})?\s*$")
 _CHAIN = regexes.compile(
     r"\s*(?:The above exception was the direct cause of the following exception:"
     r"|During handling of the above exception, another exception occurred:)\s*$"
@@ -321,6 +328,9 @@ def read_traceback(
     # a traceback: see `writer_prefix`).
     prefix = writer_prefix(first) if _SLICE_WRITER_LINES else None
     reader = _ChainReader(tb, prefix, parsed)
+    if EXCEPTION_GROUP_HEADER in first.message:
+        reader.open_group()
+        bodies = None  # (a group's tree is read line by line: a body holds no margins)
     if headless:
         reader.feed(first.number, first.text, first.message, first)
         bodies = None  # (a body is remembered by the lines after a header)
@@ -568,11 +578,29 @@ class _ChainReader:
         self.blanks = 0
         self.current: dict | None = None  # the exception being read (message may continue)
         self.numbered = False  # the last frame is IPython's (its context lines are numbered)
+        # Exception groups open (their tree's margin read off each line; 0 when none), and
+        # whether the outermost has closed (the traceback has ended).
+        self.groups = 0
+        self.closed = False
+
+    def open_group(self) -> None:
+        """The header just read opens an exception group (`EXCEPTION_GROUP_HEADER`)."""
+        self.groups += 1
 
     def feed(self, number: int, raw: str, message: str, line: LogLine | None) -> bool:
         """Consume line `number` (its text `raw`, its message, and its record unless it is one
         of `prefix`'s lines); False when the traceback has ended."""
         message = clean_message(message)
+        margin = 0
+        if self.closed:
+            return False  # (the outermost exception group has closed)
+        if self.groups:
+            if message.lstrip().startswith("+") and (separator := _GROUP_SEPARATOR.match(message)):
+                return self._group_separator(number, separator.group("number") is None)
+            if found := _GROUP_MARGIN.match(message):
+                margin, message = found.end(), message[found.end() :]
+                if message.startswith(EXCEPTION_GROUP_HEADER):
+                    self.open_group()
         stripped = message.strip()
         if self.state in ("exception", "between"):
             return self._after_exception(number, raw, line, message, stripped)
@@ -606,7 +634,7 @@ class _ChainReader:
         if match is None:
             match = looks_like_exception(message)
         if match and (self.frames or self.tb.chain or self.state == "code"):
-            self._start_exception(line or self._record(number, raw), match)
+            self._start_exception(line or self._record(number, raw), match, margin)
             return True
         if is_traceback_header(stripped):
             self.tb.lines.append(number)
@@ -633,10 +661,23 @@ class _ChainReader:
         self.code_taken = False
         self.stray = 0
 
-    def _start_exception(self, line: LogLine, match: re.Match[str]) -> None:
+    def _group_separator(self, number: int, closing: bool) -> bool:
+        """A separator of an exception group's tree: the exception read so far has ended, and
+        a sub-exception follows (its traceback, or its exception line alone); a closing one
+        closes a group, and the outermost's closing ends the traceback."""
+        self._close_exception()
+        self.tb.lines.append(number)
+        self.state, self.code_taken, self.stray, self.blanks = "frames", False, 0, 0
+        if closing:
+            self.groups -= 1
+            self.closed = self.groups <= 0
+        return True
+
+    def _start_exception(self, line: LogLine, match: re.Match[str], margin: int = 0) -> None:
         self._close_exception()
         message = (match.group("message") or "").strip()
-        col = line.message_col + (len(line.message) - len(line.message.lstrip()))
+        text = line.message[margin:]  # (after an exception group's margin)
+        col = line.message_col + margin + (len(text) - len(text.lstrip()))
         self.current = {
             "line": line,
             "type": match.group("type"),
