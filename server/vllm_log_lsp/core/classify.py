@@ -128,9 +128,9 @@ def _copies(scan: Scan, event: ExceptionEvent, run: tuple[int, int]) -> list[int
 
 
 def _frames_text(cand: Candidate) -> list[str]:
-    if cand.traceback is None:
-        return []
-    return [f"{f.path}:{f.function or ''}" for e in cand.traceback.chain for f in e.frames]
+    # (a fault's own frames: the stack `faulthandler` printed after it)
+    events = cand.traceback.chain if cand.traceback is not None else [cand.event]
+    return [f"{f.path}:{f.function or ''}" for e in events for f in e.frames]
 
 
 def _window_text(index: LogIndex, root_offset: int, root_line: int, run: tuple[int, int]) -> list[str]:

@@ -14,15 +14,17 @@ from . import repeats
 from .catalog import Catalog, Marker
 from .lines import parse_line
 from .linesets import LineMap, LineRuns
-from .model import ExceptionEvent, LogLine, Precursor, Symptom
+from .model import ExceptionEvent, Frame, LogLine, Precursor, Symptom
 from .prefilter import Numbered, ToolRows, candidate_lines_by_group
 from .records import dataclass, field, replace
 from .repeats import RepeatRun, first_copy, marker_literals, skip_copies
 from .source import release_pages
-from .text import LogIndex, as_printed
+from .text import LogIndex, as_printed, clip_line
 from .tracebacks import (
+    FAULT_LITERAL,
     BodyMemo,
     Traceback,
+    faulthandler_stack,
     is_caret_or_elision,
     is_frame_line,
     is_traceback_header,
@@ -445,12 +447,39 @@ def _classify_line(
     if stop is not None:
         kind, tier, marker = stop
         event = _event_from_line(line, kind, marker.title, message.strip())
+        if FAULT_LITERAL in message:
+            # (the Python stack `faulthandler` printed: where the process crashed)
+            event = replace(event, frames=_fault_stack(index, line, start))
         scan.events.append(Candidate(event, tier=tier))
         return True
     standalone = standalone_exception(line) if line.level in FATAL_LEVELS else None
     if standalone is not None:
         scan.events.append(Candidate(standalone, tier=0))
     return standalone is not None or bool(symptom and inner)
+
+
+def _fault_stack(index: LogIndex, line: LogLine, start: int) -> tuple[Frame, ...]:
+    """The crashing thread's Python stack that `faulthandler` printed after the fault `line`
+    (its writer's next lines; other writers' lines in between passed over), or ()."""
+
+    def writers_lines() -> Iterator[tuple[int, str]]:
+        others = 0  # other writers' lines in a row (the dump is written at once)
+        after_fault = index.next_line_start(start)
+        for number, text in index.iter_lines_from(after_fault, line.number + 1, _FAULT_REACH):
+            after = parse_line(number, clip_line(text, MAX_LINE))
+            if after.stream == line.stream:
+                others = 0
+                yield number, after.message
+            elif (others := others + 1) > _FAULT_OTHERS:
+                return
+
+    return tuple(faulthandler_stack(writers_lines())[0])
+
+
+#: Lines after a `Fatal Python error` read for the stack `faulthandler` printed, at most, and
+#: other writers' lines in a row past which it is not looked for.
+_FAULT_REACH = 400
+_FAULT_OTHERS = 40
 
 
 def _frame_code(index: LogIndex, line: LogLine, start: int) -> bool:

@@ -11,7 +11,7 @@ first link is the original exception. Python 3.10–3.14 styles are understood: 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from sys import intern
 
 from . import regexes
@@ -759,6 +759,45 @@ class _ChainReader:
     def finish(self) -> None:
         self._close_exception()
         self.tb.cut_frames = tuple(self.frames)
+
+
+# Python's `faulthandler` (`PYTHONFAULTHANDLER=1`, `-X faulthandler`; torch turns it on in some
+# launchers) prints the Python stack of every thread after `Fatal Python error: Segmentation
+# fault`: a header per thread, `Current thread 0x… (most recent call first):` for the one that
+# crashed, then its frames as `  File "…", line N in f` (no comma: not a traceback's).
+FAULT_LITERAL = "Fatal Python error:"
+_FAULT_THREAD = regexes.compile(
+    r"\s*(?:(?P<current>Current thread)|Thread|Stack)(?: 0x[0-9a-fA-F]+)?(?: \[[^\]]*\])?"
+    r" \(most recent call first\):\s*$"
+)
+_FAULT_FRAME = regexes.compile(r'\s*File "(?P<path>[^"]*)", line (?P<lineno>\d+) in (?P<func>\S+)\s*$')
+# What else such a dump prints between its stacks (`<no Python frame>`, a cut stack's `...`,
+# the runtime's state, the extension modules loaded).
+_FAULT_OTHER = ("<no Python frame>", "...", "Python runtime state", "Extension modules", "Garbage-collecting")
+
+
+def faulthandler_stack(lines: Iterable[tuple[int, str]]) -> tuple[list[Frame], list[int]]:
+    """The crashing thread's stack that `faulthandler` printed in `lines` (the messages of the
+    writer's lines after its `Fatal Python error: …`, numbered), its frames in a traceback's
+    order (the innermost last), and the lines the dump took; ([], []) when none follows."""
+    stacks: list[tuple[bool, list[Frame]]] = []
+    taken: list[int] = []
+    kept = 0  # the lines taken up to the dump's last line of text (blank lines after it are not its)
+    for number, message in lines:
+        stripped = message.strip()
+        if thread := _FAULT_THREAD.match(message):
+            stacks.append((thread.group("current") is not None, []))
+        elif stacks and (frame := _FAULT_FRAME.match(message)):
+            path, lineno, func = frame.group("path", "lineno", "func")
+            stacks[-1][1].append(Frame(number, intern(path), int(lineno), intern(func)))
+        elif stripped and not stripped.startswith(_FAULT_OTHER):
+            break
+        taken.append(number)
+        kept = len(taken) if stripped else kept
+    if not stacks:
+        return [], []
+    current = next((frames for is_current, frames in stacks if is_current), stacks[0][1])
+    return current[::-1], taken[:kept]
 
 
 def is_traceback_header(message: str) -> bool:
