@@ -91,3 +91,16 @@ def test_a_stack_is_looked_for_right_after_its_fault_only() -> None:
     writer = "(Worker_TP1 pid=355) "
     late = "\n".join([writer + dump[0], *others, *(writer + line for line in dump[1:]), died])
     assert [f.rule_id for f in analyze(late + "\n").findings] == ["segmentation-fault"]
+
+
+def test_a_segfault_with_its_stack_says_where_and_asks_for_no_stack() -> None:
+    """The stack's innermost frame is the evidence of where it crashed; the fix that would turn
+    on `faulthandler` is left out where the log holds its stack, and kept where it does not."""
+    [with_stack] = analyze(_log(_dump(f"{SITE}/tokenizers/__init__.py"))).findings
+    assert with_stack.evidence["crashed_in"] == f"{SITE}/tokenizers/__init__.py:212 in all_reduce"
+    env = [op.name for fix in with_stack.fixes for op in fix.fix.ops if op.op == "set_env"]
+    assert "PYTHONFAULTHANDLER" not in env
+    bare = _log(["Segmentation fault (core dumped)"], writer="")
+    [without] = analyze(bare).findings
+    assert without.rule_id == "segmentation-fault" and "crashed_in" not in without.evidence
+    assert [op.name for op in without.fixes[0].fix.ops] == ["PYTHONFAULTHANDLER"]

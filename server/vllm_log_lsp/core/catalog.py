@@ -653,6 +653,7 @@ def _parse_fix(raw: dict[str, Any], where: str, line: int | None) -> Fix:
         detail=raw.get("detail", ""),
         versions=versions,
         references=tuple(raw.get("references", ())),
+        unless_stack=bool(raw.get("unless_stack", False)),
     )
 
 
@@ -805,7 +806,7 @@ RULE_KEYS = frozenset(
         "next_steps", "sample_frames", "sample_context", "sample_phase", "signatures",
     }
 )  # fmt: skip
-FIX_KEYS = frozenset({"title", "kind", "ops", "detail", "versions", "references"})
+FIX_KEYS = frozenset({"title", "kind", "ops", "detail", "versions", "references", "unless_stack"})
 OP_KEYS = frozenset(
     {"op", "name", "key", "value", "capture", "base_capture", "derive", "default", "minimum", "maximum"}
 )

@@ -196,6 +196,8 @@ def build_finding(
         message = _unrecognized_message(captures)
     fixes = []
     for fix in rule.fixes_for(version):
+        if fix.unless_stack and frames:
+            continue  # (a way to get the stack the log holds)
         ops = [resolve_op(op, captures, version, context.args) for op in fix.ops]
         if all(op is not None for op in ops):
             fixes.append(ResolvedFix(fix, tuple(op for op in ops if op is not None)))
@@ -208,6 +210,9 @@ def build_finding(
         )
         if event.context_lines:
             evidence.setdefault("assertion", event.context_lines[-1])
+    if event.kind == "fault" and event.frames:  # where the Python stack `faulthandler` printed crashed
+        innermost = event.frames[-1]
+        evidence.setdefault("crashed_in", f"{innermost.path}:{innermost.lineno} in {innermost.function}")
     symptoms = _distinct_symptoms(incident, event)
     copies = _copies(scan, event, run)
     related = tuple(([failing_frame.line] if failing_frame else []) + copies)[:_MAX_RELATED]

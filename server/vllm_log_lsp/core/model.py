@@ -223,6 +223,9 @@ class Fix:
     detail: str = ""  # markdown: why this helps, when not to use it
     versions: str = ""  # version spec like ">=0.10.2,<0.31"; empty = all
     references: tuple[str, ...] = ()
+    # Left out where the root cause has a Python stack (a traceback's frames, or the stack
+    # `faulthandler` printed after a fault): a way to get one, which the log holds already.
+    unless_stack: bool = False
 
 
 @dataclass(frozen=True)
