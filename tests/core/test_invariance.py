@@ -163,6 +163,20 @@ def test_punctuation_a_copy_changed_changes_no_answer(copy: str) -> None:
     assert [log for log, text in changed.items() if _deaths(text) != _deaths(TEXTS[log])] == []
 
 
+def _windows_paths(text: str) -> str:
+    return re.sub(
+        r'File "(/[^"]+)"', lambda m: 'File "C:\\Users\\me' + m.group(1).replace("/", "\\") + '"', text
+    )
+
+
+def test_frames_printed_with_windows_paths_change_no_answer() -> None:
+    """Python on Windows prints `File "C:\\…\\vllm\\config.py"`; rules read frames with `/`
+    (before, 2 of 84 corpus logs answered otherwise: 002 and 107 became `unrecognized`)."""
+    changed = {log: _windows_paths(text) for log, text in TEXTS.items()}
+    assert sum(text != TEXTS[log] for log, text in changed.items()) > 40
+    assert [log for log, text in changed.items() if _deaths(text) != _deaths(TEXTS[log])] == []
+
+
 def test_colour_codes_change_no_answer() -> None:
     coloured = {log: _coloured(text) for log, text in TEXTS.items()}
     differ = [

@@ -107,7 +107,8 @@ def test_a_notebooks_traceback_has_its_frames_and_cause() -> None:
         ('  File "/x/y.py", line 3, in f', ("/x/y.py", "3", "f")),
         ("File /x/y.py:3, in f(a, b=(1, 2))", ("/x/y.py", "3", "f")),
         ("File /x/y.py:3", ("/x/y.py", "3", None)),
-        ("File C:\\envs\\vllm\\y.py:3, in Cls.<locals>.g()", ("C:\\envs\\vllm\\y.py", "3", "Cls.<locals>.g")),
+        # (a Windows path read with `/`: `posix_path`)
+        ("File C:\\envs\\vllm\\y.py:3, in Cls.<locals>.g()", ("C:/envs/vllm/y.py", "3", "Cls.<locals>.g")),
         ("Cell In[12], line 4", ("Cell In[12]", "4", None)),
         ("Cellular network down", None),
     ],

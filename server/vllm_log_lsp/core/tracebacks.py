@@ -789,7 +789,7 @@ def faulthandler_stack(lines: Iterable[tuple[int, str]]) -> tuple[list[Frame], l
             stacks.append((thread.group("current") is not None, []))
         elif stacks and (frame := _FAULT_FRAME.match(message)):
             path, lineno, func = frame.group("path", "lineno", "func")
-            stacks[-1][1].append(Frame(number, intern(path), int(lineno), intern(func)))
+            stacks[-1][1].append(Frame(number, intern(posix_path(path)), int(lineno), intern(func)))
         elif stripped and not stripped.startswith(_FAULT_OTHER):
             break
         taken.append(number)
@@ -809,6 +809,12 @@ def is_traceback_header(message: str) -> bool:
     return text.endswith("(most recent call last)") and _IPYTHON_HEADER.match(text) is not None
 
 
+def posix_path(path: str) -> str:
+    """A frame's path with `/` between its parts: Windows prints `C:\\…\\vllm\\config.py`, and
+    what reads frames (the rules, the module a frame lies in) is written with `/`."""
+    return path.replace("\\", "/") if "\\" in path else path
+
+
 def frame_parts(message: str, stripped: str) -> tuple[str, str | None, str | None] | None:
     """(path, line number, function) of a frame line (`stripped`: its message stripped):
     Python's `File "…", line N, in f`, IPython's `File /…/x.py:N, in f(…)` or `Cell In[3], line 3`;
@@ -819,9 +825,11 @@ def frame_parts(message: str, stripped: str) -> tuple[str, str | None, str | Non
         if printed is not message:  # (the same str unless a copy changed its punctuation)
             message, stripped = printed, printed.strip()
         if not stripped.startswith('File "') and (ipython := _IPYTHON_FRAME.match(message)):
-            return ipython.group("path"), ipython.group("lineno"), ipython.group("func")
+            return posix_path(ipython.group("path")), ipython.group("lineno"), ipython.group("func")
         frame = _FRAME.match(message)
-        return (frame.group("path"), frame.group("lineno"), frame.group("func")) if frame else None
+        return (
+            (posix_path(frame.group("path")), frame.group("lineno"), frame.group("func")) if frame else None
+        )
     if stripped.startswith("Cell In[") and (cell := _IPYTHON_FRAME.match(message)):
         return cell.group("cell"), cell.group("cellno"), None
     return None
