@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_log_lsp.core.analyze import analyze
+from vllm_log_lsp.core.analyze import Analyzer, analyze
 from vllm_log_lsp.core.tracebacks import faulthandler_stack
 
 SITE = "/usr/local/lib/python3.12/dist-packages"
@@ -104,3 +104,18 @@ def test_a_segfault_with_its_stack_says_where_and_asks_for_no_stack() -> None:
     [without] = analyze(bare).findings
     assert without.rule_id == "segmentation-fault" and "crashed_in" not in without.evidence
     assert [op.name for op in without.fixes[0].fix.ops] == ["PYTHONFAULTHANDLER"]
+
+
+def test_a_growing_log_reads_a_dump_that_was_cut_again() -> None:
+    """A dump cut by the end of a growing log may go on: the fault is read again when the log
+    grows (as an open traceback is), so the grown analysis is the fresh one at every cut."""
+    text = _log(_dump(f"{SITE}/vllm/distributed/device_communicators/custom_all_reduce.py"))
+    fresh = Analyzer().analyze(text, line_table=True)
+    assert [f.rule_id for f in fresh.findings] == ["custom-allreduce-failure"]
+    differ = []
+    for cut in range(100, len(text), 23):
+        analyzer = Analyzer()
+        analyzer.analyze(text[:cut], line_table=True)
+        if analyzer.analyze(text, line_table=True, grown_from=text[:cut]) != fresh:
+            differ.append(cut)
+    assert differ == []

@@ -289,6 +289,9 @@ class Analyzer:
         for tb in scan.tracebacks:
             if tb.open or next_copy_end(tb) >= stable_line:
                 stable = min(stable, scan.offsets.get(tb.header_line, 0))
+        # So is a fault whose `faulthandler` stack was read to the old end (more may follow).
+        for _, offset in scan.open_faults:
+            stable = min(stable, offset)
         # In the new text the cut may have fallen between the halves of a `\r\n`: start at
         # the beginning of the line that holds it.
         if index.inside_crlf(stable):

@@ -19,7 +19,7 @@ from .prefilter import Numbered, ToolRows, candidate_lines_by_group
 from .records import dataclass, field, replace
 from .repeats import RepeatRun, first_copy, marker_literals, skip_copies
 from .source import release_pages
-from .text import LogIndex, as_printed, clip_line
+from .text import LogIndex, as_printed
 from .tracebacks import (
     FAULT_LITERAL,
     BodyMemo,
@@ -142,6 +142,9 @@ class Scan:
     exception_lines: LineRuns = field(default_factory=LineRuns)  # their `Type: message` lines
     # Tracebacks repeated back to back, their copies after the first skipped (see `repeats`).
     repeats: list[RepeatRun] = field(default_factory=list)
+    # (line, offset) of each fault whose `faulthandler` stack was read to the end of the text: a
+    # growing log may go on with more of it (such a fault is read again, as an open traceback is).
+    open_faults: list[tuple[int, int]] = field(default_factory=list)
     # Derived lookups, built on first use by the incident code (one analysis reads them per death).
     cache: dict[object, object] = field(default_factory=dict, repr=False, compare=False)
 
@@ -449,7 +452,10 @@ def _classify_line(
         event = _event_from_line(line, kind, marker.title, message.strip())
         if FAULT_LITERAL in message:
             # (the Python stack `faulthandler` printed: where the process crashed)
-            event = replace(event, frames=_fault_stack(index, line, start))
+            frames, open_end = _fault_stack(index, line, start)
+            event = replace(event, frames=frames)
+            if open_end:
+                scan.open_faults.append((line.number, start))
         scan.events.append(Candidate(event, tier=tier))
         return True
     standalone = standalone_exception(line) if line.level in FATAL_LEVELS else None
@@ -458,22 +464,32 @@ def _classify_line(
     return standalone is not None or bool(symptom and inner)
 
 
-def _fault_stack(index: LogIndex, line: LogLine, start: int) -> tuple[Frame, ...]:
+def _fault_stack(index: LogIndex, line: LogLine, start: int) -> tuple[tuple[Frame, ...], bool]:
     """The crashing thread's Python stack that `faulthandler` printed after the fault `line`
-    (its writer's next lines; other writers' lines in between passed over), or ()."""
+    (its writer's next lines; other writers' lines in between passed over), or (); and whether
+    its reading reached the text's last line (which a growing log may go on, or complete)."""
+    reached_end = False
 
     def writers_lines() -> Iterator[tuple[int, str]]:
+        nonlocal reached_end
         others = 0  # other writers' lines in a row (the dump is written at once)
-        after_fault = index.next_line_start(start)
-        for number, text in index.iter_lines_from(after_fault, line.number + 1, _FAULT_REACH):
-            after = parse_line(number, clip_line(text, MAX_LINE))
+        offset, length = index.next_line_start(start), len(index.text)
+        for number in range(line.number + 1, line.number + 1 + _FAULT_REACH):
+            if offset >= length:
+                reached_end = True
+                return
+            end = index.line_end_at(offset)
+            reached_end = end >= length  # (the last line, maybe cut: what follows may change it)
+            after = parse_line(number, index.line_at(offset, MAX_LINE))
             if after.stream == line.stream:
                 others = 0
                 yield number, after.message
             elif (others := others + 1) > _FAULT_OTHERS:
                 return
+            offset = index.next_line_start(offset)
 
-    return tuple(faulthandler_stack(writers_lines())[0])
+    frames = tuple(faulthandler_stack(writers_lines())[0])
+    return frames, reached_end
 
 
 #: Lines after a `Fatal Python error` read for the stack `faulthandler` printed, at most, and
@@ -614,4 +630,5 @@ def truncate_scan(scan: Scan, line: int) -> Scan:
             for run in scan.repeats
             if run.first_line <= line
         ],
+        open_faults=[fault for fault in scan.open_faults if fault[0] < line],
     )
