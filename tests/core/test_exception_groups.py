@@ -13,8 +13,8 @@ import pytest
 
 from support import CRASH, CRASH2, CRASH3, read_log
 from vllm_log_lsp.core.analyze import Analyzer, analyze
+from vllm_log_lsp.core.tracebacks import TRACEBACK_HEADER
 
-HEADER = "Traceback (most recent call last):"
 LOGS = [p for folder in (CRASH, CRASH2, CRASH3) for p in sorted(folder.glob("*.log"))]
 
 # Python 3.11's own print of a nested group (two leaves, one a chain), and a line after it.
@@ -138,9 +138,9 @@ def _as_sub_exception(text: str) -> tuple[str, dict[int, int]]:
     lasts: set[int] = set()
     for tb in analyzer._scan.tracebacks:
         raw = lines[tb.header_line].rstrip("\r")
-        if not raw.endswith(HEADER) or not tb.chain:
+        if not raw.endswith(TRACEBACK_HEADER) or not tb.chain:
             continue
-        prefix = raw[: -len(HEADER)]
+        prefix = raw[: -len(TRACEBACK_HEADER)]
         body = [n for n in tb.lines if n > tb.header_line and lines[n].startswith(prefix)]
         headers[tb.header_line] = prefix
         members.update(dict.fromkeys([tb.header_line, *body], prefix))

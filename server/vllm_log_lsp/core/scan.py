@@ -288,8 +288,7 @@ def _candidate(index: LogIndex, start: int, number: int, parsed: dict[int, LogLi
     end = index.line_end_at(start)
     line = parsed.pop(number, None)
     if line is None or end - start > MAX_LINE:
-        # (A run of NULs before the text counts for nothing: the text after it is read.)
-        line = parse_line(number, index.slice(start, min(end, index.after_nul_run(start, end) + MAX_LINE)))
+        line = parse_line(number, index.slice_within(start, end, MAX_LINE))
     return line
 
 
@@ -480,7 +479,7 @@ def _fault_stack(index: LogIndex, line: LogLine, start: int) -> tuple[tuple[Fram
                 return
             end = index.line_end_at(offset)
             reached_end = end >= length  # (the last line, maybe cut: what follows may change it)
-            after = parse_line(number, index.line_at(offset, MAX_LINE))
+            after = parse_line(number, index.slice_within(offset, end, MAX_LINE))
             if after.stream == line.stream:
                 others = 0
                 yield number, after.message
@@ -488,7 +487,7 @@ def _fault_stack(index: LogIndex, line: LogLine, start: int) -> tuple[tuple[Fram
                 return
             offset = index.next_line_start(offset)
 
-    frames = tuple(faulthandler_stack(writers_lines())[0])
+    frames = tuple(faulthandler_stack(writers_lines()))
     return frames, reached_end
 
 

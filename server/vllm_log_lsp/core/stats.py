@@ -149,14 +149,21 @@ def scan_stats(
     clock = _Clock()
     # The clock goes on from the last time it read (a year-less stamp that goes back wraps a
     # year from it): that of the last line read, not the latest time (a log's times go back).
-    timed = [(s.line, s.time) for s in scan.samples if s.time is not None]
-    timed += [(p.line, p.time) for p in scan.preemptions if p.time is not None]
-    clock.last = max(timed)[1] if timed else None
+    timed = [_last_timed(scan.samples), _last_timed(scan.preemptions)]
+    clock.last = max((found for found in timed if found is not None), default=(0, None))[1]
     [found] = [found] if found is not None else candidate_lines_by_group(index, [LITERALS], begin)
     for start, line_no in found:
-        raw = index.slice(start, min(index.line_end_at(start), start + _MAX_LINE))
+        raw = index.slice_within(start, index.line_end_at(start), _MAX_LINE)
         _read_line(scan, clock, line_no, raw, start)
     return scan
+
+
+def _last_timed(records: Sequence[StatsSample | PreemptionWarning]) -> tuple[int, float] | None:
+    """(line, time) of the last of `records` (in line order) that has a time, found from the end."""
+    for record in reversed(records):
+        if record.time is not None:
+            return record.line, record.time
+    return None
 
 
 def parse_stats_line(line_no: int, raw: str) -> StatsSample | None:

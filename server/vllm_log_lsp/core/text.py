@@ -437,9 +437,12 @@ class LogIndex:
         NULs it starts with: see `clip_line`)."""
         start = self.line_start_at(offset)
         end = self.line_end_at(offset)
-        if limit is not None:
-            end = min(end, self.after_nul_run(start, end) + limit)
-        return self.slice(start, end)
+        return self.slice(start, end) if limit is None else self.slice_within(start, end, limit)
+
+    def slice_within(self, start: int, end: int, limit: int) -> str:
+        """The text of the line from `start` to `end` (its end), at most `limit` units of it
+        after any run of NULs it starts with (see `clip_line`)."""
+        return self.slice(start, min(end, self.after_nul_run(start, end) + limit))
 
     def remember(self, offset: int, line: int) -> None:
         """Record that the line starting at `offset` is `line` (learnt elsewhere, e.g. grep -n)."""

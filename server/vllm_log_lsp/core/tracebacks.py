@@ -776,13 +776,11 @@ _FAULT_FRAME = regexes.compile(r'\s*File "(?P<path>[^"]*)", line (?P<lineno>\d+)
 _FAULT_OTHER = ("<no Python frame>", "...", "Python runtime state", "Extension modules", "Garbage-collecting")
 
 
-def faulthandler_stack(lines: Iterable[tuple[int, str]]) -> tuple[list[Frame], list[int]]:
+def faulthandler_stack(lines: Iterable[tuple[int, str]]) -> list[Frame]:
     """The crashing thread's stack that `faulthandler` printed in `lines` (the messages of the
     writer's lines after its `Fatal Python error: …`, numbered), its frames in a traceback's
-    order (the innermost last), and the lines the dump took; ([], []) when none follows."""
+    order (the innermost last); [] when none follows."""
     stacks: list[tuple[bool, list[Frame]]] = []
-    taken: list[int] = []
-    kept = 0  # the lines taken up to the dump's last line of text (blank lines after it are not its)
     for number, message in lines:
         stripped = message.strip()
         if thread := _FAULT_THREAD.match(message):
@@ -792,12 +790,10 @@ def faulthandler_stack(lines: Iterable[tuple[int, str]]) -> tuple[list[Frame], l
             stacks[-1][1].append(Frame(number, intern(posix_path(path)), int(lineno), intern(func)))
         elif stripped and not stripped.startswith(_FAULT_OTHER):
             break
-        taken.append(number)
-        kept = len(taken) if stripped else kept
     if not stacks:
-        return [], []
+        return []
     current = next((frames for is_current, frames in stacks if is_current), stacks[0][1])
-    return current[::-1], taken[:kept]
+    return current[::-1]
 
 
 def is_traceback_header(message: str) -> bool:
