@@ -58,7 +58,9 @@ def _first_rule(
     chain, frames, window = (tuple(map(as_printed, texts)) for texts in (chain, frames, window))
     window_blob = "\n".join(window)
     frames_blob = "\n".join(frames + chain)
-    frame_items = frames + chain
+    # The root's own text is one of its chain's exceptions: a paste that kept the exception line
+    # but not its traceback header must meet `frames` as the whole traceback would.
+    frame_items = frames + chain if root_text in chain else (*frames, *chain, root_text)
     for rule, found in matches.matching(root_text):
         if rule.phases and phase not in rule.phases:
             continue

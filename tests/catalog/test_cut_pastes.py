@@ -1,0 +1,161 @@
+"""Pastes cut short, as users post them in issues: the exception line without the traceback above it,
+the error vLLM logged without the traceback under it, or only the API server's part of the output.
+
+Where a message names its cause by itself, the cut paste names the same cause as the whole log: a
+rule's `frames` that a chained exception's text meets are met by the root's own text too (it is one
+of its chain's exceptions). Where it does not (a `KeyError` of a tensor name needs the loader's
+frames), the whole log names it. An `EngineDeadError` with nothing of EngineCore's before it says
+that the engine's error is missing, and stays a symptom where the log holds that error.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_log_lsp.core.analyze import analyze
+
+HEAD = "INFO 01-01 00:00:00 [core.py:1] Initializing a V1 LLM engine (v0.10.1) with config: model='m'\n"
+E = "(EngineCore_DP0 pid=11) ERROR 01-01 00:00:02 [core.py:1] "
+A = "(APIServer pid=10) ERROR 01-01 00:00:03 [async_llm.py:1] "
+OLD = "ERROR 12-09 00:49:29 engine.py:366] "  # vLLM 0.6's MQLLMEngine
+
+
+def _traceback(prefix: str, frames: list[tuple[str, str]], *exception: str) -> str:
+    """A traceback as `prefix`'s writer prints it: `frames` as (path, function), then the exception."""
+    lines = ["Traceback (most recent call last):"]
+    for path, function in frames:
+        lines += [f'  File "{path}", line 1, in {function}', "    call()"]
+    lines += exception
+    return "".join(f"{prefix}{line}\n" for line in lines)
+
+
+def _causes(text: str) -> list[str]:
+    return [finding.rule_id for finding in analyze(text).findings]
+
+
+SAMPLER = "RuntimeError: CUDA out of memory occurred when warming up sampler with 256 dummy requests. "
+SAMPLER_HINT = "Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine."
+INSPECT = "Error in inspecting model architecture 'LlamaForCausalLM'"
+SUBPROCESS = (
+    "subprocess.CalledProcessError: Command '['C:\\\\envs\\\\vllm\\\\python.exe', '-m', "
+    "'vllm.model_executor.models.registry']' returned non-zero exit status 1."
+)
+ALLREDUCE = "RuntimeError: CUDA error at custom_all_reduce.cuh:307 'invalid argument'"
+
+# cause -> (the whole log, the pastes cut from it)
+CUT = {
+    "oom-sampler-warmup": (
+        HEAD
+        + E
+        + "EngineCore failed to start.\n"
+        + _traceback(
+            E,
+            [("/x/vllm/v1/worker/gpu_worker.py", "compile_or_warm_up_model")],
+            SAMPLER + SAMPLER_HINT,
+        ),
+        [SAMPLER + "\n" + SAMPLER_HINT + "\n", SAMPLER.rstrip() + "\n"],
+    ),
+    "model-inspection-failed": (
+        f"ERROR 10-26 11:35:32 registry.py:267] {INSPECT}\n"
+        + _traceback(
+            "ERROR 10-26 11:35:32 registry.py:267] ",
+            [
+                (
+                    "D:\\envs\\vllm\\lib\\site-packages\\vllm\\model_executor\\models\\registry.py",
+                    "_run_in_subprocess",
+                )
+            ],
+            SUBPROCESS,
+        ),
+        [
+            # (cut below the traceback's first frame)
+            f"ERROR 10-26 11:35:32 registry.py:267] {INSPECT}\n"
+            + "ERROR 10-26 11:35:32 registry.py:267] Traceback (most recent call last):\n"
+            + 'ERROR 10-26 11:35:32 registry.py:267]   File "D:\\x\\registry.py", line 1, in _run_in_subprocess\n',
+            SUBPROCESS + "\n",
+            f"RuntimeError: {INSPECT}\n",
+        ],
+    ),
+    "custom-allreduce-failure": (
+        HEAD
+        + E
+        + "EngineCore failed to start.\n"
+        + _traceback(E, [("/x/vllm/distributed/parallel_state.py", "all_reduce")], ALLREDUCE),
+        [ALLREDUCE + "\n"],
+    ),
+}
+
+
+@pytest.mark.parametrize("cause", sorted(CUT))
+def test_a_whole_log_and_its_cut_pastes_name_one_cause(cause: str) -> None:
+    whole, pastes = CUT[cause]
+    assert _causes(whole) == [cause]
+    for paste in pastes:
+        assert _causes(paste) == [cause], paste
+
+
+LOADER_FRAMES = [
+    ("/usr/local/lib/python3.12/dist-packages/vllm/model_executor/model_loader/loader.py", "load_model"),
+    ("/usr/local/lib/python3.12/dist-packages/vllm/model_executor/models/llama.py", "load_weights"),
+]
+
+
+@pytest.mark.parametrize(
+    ("key", "cause"),
+    [
+        # bitsandbytes' quantization state beside a weight: the checkpoint is a `-bnb-4bit` one.
+        ("layers.0.mlp.down_proj.weight.absmax", "bnb-checkpoint-not-loaded-as-bnb"),
+        (
+            "model.layers.3.self_attn.o_proj.weight.quant_state.bitsandbytes__nf4",
+            "bnb-checkpoint-not-loaded-as-bnb",
+        ),
+        ("layers.0.mlp.down_proj.weight.quant_map", "bnb-checkpoint-not-loaded-as-bnb"),
+        # The inner model's `load_weights` sees names without the outer `model.`.
+        ("layers.62.mlp.down_proj.weight", "checkpoint-param-unexpected"),
+        ("model.layers.0.mlp.experts.w13_weight", "checkpoint-param-unexpected"),
+        ("encoder.blocks.1.attn.proj.bias", "checkpoint-param-unexpected"),
+        # A quantizer's tensors for a layer vLLM keeps unquantized.
+        ("layers.0.mlp.gate.qweight", "checkpoint-quantized-param-unexpected"),
+    ],
+)
+def test_a_tensor_name_the_loader_does_not_know(key: str, cause: str) -> None:
+    # vLLM 0.6 logs the exception's text (the key) above the traceback.
+    log = f"{OLD}'{key}'\n" + _traceback(OLD, LOADER_FRAMES, f"KeyError: '{key}'")
+    assert _causes(log) == [cause]
+
+
+def test_a_key_error_outside_the_loader_is_no_checkpoint_mismatch() -> None:
+    frames = [("/x/vllm/entrypoints/openai/serving_chat.py", "create_chat_completion")]
+    log = HEAD + E + "EngineCore encountered a fatal error.\n" + _traceback(E, frames, "KeyError: 'a.b'")
+    assert "checkpoint-param-unexpected" not in _causes(log)
+
+
+DEAD = "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause."
+API_SERVER_PART = _traceback(A, [("/x/vllm/v1/engine/async_llm.py", "output_handler")], DEAD)
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        API_SERVER_PART,
+        DEAD + "\n",
+        # (as pytest prints it, in a test suite that drives vLLM)
+        "[2026-01-31T04:40:19Z] E           " + DEAD + "\n",
+    ],
+)
+def test_an_engine_dead_error_alone_says_the_engine_error_is_missing(log: str) -> None:
+    assert _causes(log) == ["engine-error-not-in-log"]
+
+
+def test_an_engine_dead_error_stays_a_symptom_of_the_engine_error_above_it() -> None:
+    engine = (
+        E
+        + "EngineCore encountered a fatal error.\n"
+        + _traceback(
+            E,
+            [("/x/vllm/v1/worker/gpu_model_runner.py", "execute_model")],
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+        )
+    )
+    findings = analyze(HEAD + engine + API_SERVER_PART).findings
+    assert [f.rule_id for f in findings] == ["illegal-memory-access"]
