@@ -41,6 +41,7 @@ SUBPROCESS = (
     "'vllm.model_executor.models.registry']' returned non-zero exit status 1."
 )
 ALLREDUCE = "RuntimeError: CUDA error at custom_all_reduce.cuh:307 'invalid argument'"
+EAGLE = "AttributeError: 'EagleProposer' object has no attribute 'positions'"
 
 # cause -> (the whole log, the pastes cut from it)
 CUT = {
@@ -75,6 +76,13 @@ CUT = {
             SUBPROCESS + "\n",
             f"RuntimeError: {INSPECT}\n",
         ],
+    ),
+    "speculative-decoding-failure": (
+        HEAD
+        + E
+        + "EngineCore encountered a fatal error.\n"
+        + _traceback(E, [("/x/vllm/v1/spec_decode/eagle.py", "propose")], EAGLE),
+        [EAGLE + "\n"],
     ),
     "custom-allreduce-failure": (
         HEAD
@@ -141,13 +149,20 @@ API_SERVER_PART = _traceback(A, [("/x/vllm/v1/engine/async_llm.py", "output_hand
         DEAD + "\n",
         # (as pytest prints it, in a test suite that drives vLLM)
         "[2026-01-31T04:40:19Z] E           " + DEAD + "\n",
+        # EngineCore's report of a worker that failed while starting
+        _traceback(
+            "(EngineCore_0 pid=13055) ",
+            [("/x/vllm/v1/executor/multiproc_executor.py", "wait_for_ready")],
+            "Exception: WorkerProc initialization failed due to an exception in a background process. "
+            "See stack trace for root cause.",
+        ),
     ],
 )
-def test_an_engine_dead_error_alone_says_the_engine_error_is_missing(log: str) -> None:
-    assert _causes(log) == ["engine-error-not-in-log"]
+def test_another_process_s_report_alone_says_its_error_is_missing(log: str) -> None:
+    assert _causes(log) == ["error-not-in-log"]
 
 
-def test_an_engine_dead_error_stays_a_symptom_of_the_engine_error_above_it() -> None:
+def test_a_report_stays_a_symptom_of_the_error_above_it() -> None:
     engine = (
         E
         + "EngineCore encountered a fatal error.\n"
@@ -159,3 +174,34 @@ def test_an_engine_dead_error_stays_a_symptom_of_the_engine_error_above_it() -> 
     )
     findings = analyze(HEAD + engine + API_SERVER_PART).findings
     assert [f.rule_id for f in findings] == ["illegal-memory-access"]
+
+
+TOOL = "(APIServer pid=1) ERROR 12-24 17:16:37 [glm4_moe_tool_parser.py:123] "
+
+
+@pytest.mark.parametrize(
+    "exception", ["TypeError: expected string or buffer", "IndexError: list index out of range"]
+)
+def test_any_error_raised_in_a_tool_call_parser_is_the_parser_s(exception: str) -> None:
+    frames = [
+        (
+            "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/serving_chat.py",
+            "chat_completion_full_generator",
+        ),
+        (
+            "/usr/local/lib/python3.12/dist-packages/vllm/tool_parsers/glm4_moe_tool_parser.py",
+            "extract_tool_calls",
+        ),
+    ]
+    log = TOOL + "Failed to extract tool call spec\n" + _traceback(TOOL, frames, exception)
+    [finding] = analyze(log).findings
+    assert finding.rule_id == "tool-call-parser-crash"
+    assert "glm4_moe" in finding.message
+
+
+def test_an_error_in_serving_chat_alone_is_no_tool_call_parser_crash() -> None:
+    frames = [("/x/vllm/entrypoints/openai/serving_chat.py", "chat_completion_full_generator")]
+    log = (
+        TOOL + "Error in chat completion\n" + _traceback(TOOL, frames, "IndexError: list index out of range")
+    )
+    assert "tool-call-parser-crash" not in _causes(log)
