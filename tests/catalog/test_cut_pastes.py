@@ -5,14 +5,16 @@ Where a message names its cause by itself, the cut paste names the same cause as
 rule's `frames` that a chained exception's text meets are met by the root's own text too (it is one
 of its chain's exceptions). Where it does not (a `KeyError` of a tensor name needs the loader's
 frames), the whole log names it. An `EngineDeadError` with nothing of EngineCore's before it says
-that the engine's error is missing, and stays a symptom where the log holds that error.
+that the engine's error is missing, and stays a symptom where the log holds that error. A log that
+ends inside a traceback, before its exception line, says so and where it was raised, unless something
+was raised after it; a growing log reads that traceback again until its exception arrives.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from vllm_log_lsp.core.analyze import analyze
+from vllm_log_lsp.core.analyze import Analyzer, analyze
 
 HEAD = "INFO 01-01 00:00:00 [core.py:1] Initializing a V1 LLM engine (v0.10.1) with config: model='m'\n"
 E = "(EngineCore_DP0 pid=11) ERROR 01-01 00:00:02 [core.py:1] "
@@ -205,3 +207,72 @@ def test_an_error_in_serving_chat_alone_is_no_tool_call_parser_crash() -> None:
         TOOL + "Error in chat completion\n" + _traceback(TOOL, frames, "IndexError: list index out of range")
     )
     assert "tool-call-parser-crash" not in _causes(log)
+
+
+RAW = "(EngineCore_DP0 pid=11) "
+RAW_FRAMES = [
+    ("/x/vllm/v1/engine/core.py", "run_engine_core"),
+    ("/x/vllm/v1/engine/core.py", "_initialize_kv_caches"),
+    ("/x/vllm/v1/worker/gpu_worker.py", "determine_available_memory"),
+]
+
+
+def _cut(prefix: str, frames: list[tuple[str, str]]) -> str:
+    """A traceback the text ends inside: its frames, no exception line."""
+    return _traceback(prefix, frames).rstrip("\n") + "\n"
+
+
+@pytest.mark.parametrize("prefix", ["", RAW, "[rank0]: "])
+def test_a_log_that_ends_inside_a_traceback_says_so(prefix: str) -> None:
+    text = HEAD + _cut(prefix, RAW_FRAMES)
+    [finding] = analyze(text).findings
+    assert finding.rule_id == "traceback-cut-off"
+    assert finding.root.line == 1  # (the traceback's header)
+    assert finding.evidence["raised_in"] == "/x/vllm/v1/worker/gpu_worker.py:1 in determine_available_memory"
+
+
+def test_a_cut_traceback_in_a_known_component_is_that_component_s() -> None:
+    frames = [*RAW_FRAMES[:1], ("/x/vllm/v1/spec_decode/eagle.py", "propose")]
+    assert _causes(HEAD + _cut(RAW, frames)) == ["speculative-decoding-failure"]
+
+
+def test_a_cut_traceback_stands_in_only_where_nothing_was_raised_after_it() -> None:
+    # Another writer's exception after the header: that writer's traceback is the death's; the
+    # cut one (whose writer's lines go on interleaved to the end) is no candidate.
+    other = "(Worker_TP1 pid=12) "
+    text = (
+        HEAD
+        + RAW
+        + "Traceback (most recent call last):\n"
+        + _traceback(other, [("/x/vllm/v1/worker/gpu_model_runner.py", "execute_model")], EAGLE)
+        + RAW
+        + '  File "/x/vllm/v1/engine/core.py", line 1, in run_engine_core\n'
+    )
+    findings = analyze(text).findings
+    assert [f.rule_id for f in findings] == ["speculative-decoding-failure"]
+    assert findings[0].root.line == 5
+
+
+def test_a_traceback_cut_after_an_error_vllm_logged_is_that_error() -> None:
+    # (`logger.exception(e)` printed the error's text above the traceback)
+    text = f"{OLD}'layers.0.mlp.down_proj.weight.absmax'\n" + _cut(OLD, LOADER_FRAMES)
+    assert "traceback-cut-off" not in _causes(text)
+
+
+def test_a_growing_log_that_ends_inside_a_traceback_finds_its_exception_when_it_arrives() -> None:
+    """At every cut of a growing log, the grown analysis is the fresh one: a cut traceback is
+    read again as the log grows (an open traceback), and its exception replaces it."""
+    text = HEAD + _traceback(RAW, RAW_FRAMES, SAMPLER + SAMPLER_HINT)
+    fresh = Analyzer().analyze(text, line_table=True)
+    assert [f.rule_id for f in fresh.findings] == ["oom-sampler-warmup"]
+    cut_off = Analyzer().analyze(text[: text.index(SAMPLER)], line_table=True)
+    assert [f.rule_id for f in cut_off.findings] == ["traceback-cut-off"]
+    differ = []
+    for cut in range(len(HEAD), len(text), 17):
+        analyzer = Analyzer()
+        before = analyzer.analyze(text[:cut], line_table=True)
+        if analyzer.analyze(text[:cut] + "", line_table=True) != before:
+            differ.append(("again", cut))
+        if analyzer.analyze(text, line_table=True, grown_from=text[:cut]) != fresh:
+            differ.append(("grown", cut))
+    assert differ == []

@@ -122,6 +122,27 @@ LOGS = {
     "host-ram-oom-killed": HEAD
     + E
     + "Worker proc VllmWorker-0 died unexpectedly (exit code: -9), shutting down executor.\n",
+    # vLLM 0.6 loading an adapter trained with `modules_to_save` (a full lm_head).
+    "lora-adapter-unsupported-weights": "ERROR 10-11 16:03:09 engine.py:157] RuntimeError('Error in model execution: "
+    "Loading lora /m/adapter failed')\n"
+    + "ERROR 10-11 16:03:09 engine.py:157] Traceback (most recent call last):\n"
+    + 'ERROR 10-11 16:03:09 engine.py:157]   File "/x/vllm/lora/models.py", line 218, in from_local_checkpoint\n'
+    + "ERROR 10-11 16:03:09 engine.py:157]     module_name, _ = parse_fine_tuned_lora_name(lora_module)\n"
+    + 'ERROR 10-11 16:03:09 engine.py:157]   File "/x/vllm/lora/utils.py", line 113, in parse_fine_tuned_lora_name\n'
+    + 'ERROR 10-11 16:03:09 engine.py:157]     raise ValueError(f"{name} is unsupported LoRA weight")\n'
+    + "ERROR 10-11 16:03:09 engine.py:157] ValueError: base_model.model.lm_head.weight is unsupported LoRA weight\n",
+    # An adapter path that holds no adapter, as V1 wraps the worker's error.
+    "lora-adapter-not-found": HEAD
+    + E
+    + "EngineCore encountered a fatal error.\n"
+    + E
+    + "Traceback (most recent call last):\n"
+    + E
+    + '  File "/x/vllm/lora/worker_manager.py", line 1, in _load_adapter\n'
+    + E
+    + "    raise ValueError(\n"
+    + E
+    + "ValueError: Loading lora sql failed: No adapter found for /data/ckpt/checkpoint-500\n",
     # An engine that vanished at start-up without a word.
     "host-ram-oom-killed-empty": HEAD
     + "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n",

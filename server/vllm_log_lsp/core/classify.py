@@ -130,8 +130,10 @@ def _copies(scan: Scan, event: ExceptionEvent, run: tuple[int, int]) -> list[int
 
 
 def _frames_text(cand: Candidate) -> list[str]:
-    # (a fault's own frames: the stack `faulthandler` printed after it)
-    events = cand.traceback.chain if cand.traceback is not None else [cand.event]
+    # (a fault's own frames: the stack `faulthandler` printed after it; a traceback cut before its
+    # exception line has no chain: the frames read are the candidate's, see `scan._add_logged_message`)
+    chain = cand.traceback.chain if cand.traceback is not None else ()
+    events = chain or [cand.event]
     return [f"{f.path}:{f.function or ''}" for e in events for f in e.frames]
 
 
@@ -212,9 +214,12 @@ def build_finding(
         )
         if event.context_lines:
             evidence.setdefault("assertion", event.context_lines[-1])
-    if event.kind == "fault" and event.frames:  # where the Python stack `faulthandler` printed crashed
+    if event.kind in ("fault", "message") and event.frames:
+        # Where the Python stack `faulthandler` printed crashed; where a traceback cut before its
+        # exception line was raised (its last frame read).
         innermost = event.frames[-1]
-        evidence.setdefault("crashed_in", f"{innermost.path}:{innermost.lineno} in {innermost.function}")
+        where = f"{innermost.path}:{innermost.lineno} in {innermost.function}"
+        evidence.setdefault("crashed_in" if event.kind == "fault" else "raised_in", where)
     symptoms = _distinct_symptoms(incident, event)
     copies = _copies(scan, event, run)
     related = tuple(([failing_frame.line] if failing_frame else []) + copies)[:_MAX_RELATED]

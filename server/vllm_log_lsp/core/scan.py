@@ -145,6 +145,8 @@ class Scan:
     # (line, offset) of each fault whose `faulthandler` stack was read to the end of the text: a
     # growing log may go on with more of it (such a fault is read again, as an open traceback is).
     open_faults: list[tuple[int, int]] = field(default_factory=list)
+    # The events standing for a traceback the text ends inside (`CUT_TRACEBACK`), among `events`.
+    cut_events: list[Candidate] = field(default_factory=list)
     # Derived lookups, built on first use by the incident code (one analysis reads them per death).
     cache: dict[object, object] = field(default_factory=dict, repr=False, compare=False)
 
@@ -219,7 +221,21 @@ def scan_lines(
             continue  # (a frame or its code, of a traceback without its header: not kept)
         scan.offsets[number] = start
         scan.lines.add(line, looked_up)
+    _settle_cut_tracebacks(scan)
     return scan
+
+
+def _settle_cut_tracebacks(scan: Scan) -> None:
+    """A traceback the text ends inside stands for its missing exception (`CUT_TRACEBACK`) only
+    where nothing was raised after its header: where writers interleave, one writer's traceback
+    may read on to the end of the text while another's exception is the death's."""
+    if not scan.cut_events:
+        return
+    last = max(c.event.line for c in scan.events)
+    answered = [c for c in scan.cut_events if c.event.line < last]
+    if answered:
+        scan.events[:] = [c for c in scan.events if not any(c is cut for cut in answered)]
+        scan.cut_events = [c for c in scan.cut_events if c.event.line == last]
 
 
 # How far the scan goes past the pages it released last before it releases again, and how much
@@ -439,7 +455,7 @@ def _classify_line(
         tb = read_traceback(index, start, line, parsed, known=scan.lines, until=until, bodies=read.bodies)
         read.add(tb)
         if not tb.chain:
-            _add_logged_message(scan, tb)
+            _add_logged_message(scan, tb, line)
         read.repeated(index, tb, line, start)
         tb.preamble_record = None  # (read: the line is the scan's, parsed again if asked for)
         # The header is not kept parsed: what the analysis asks of it is kept on the traceback
@@ -572,12 +588,18 @@ def _read_headless(
     read.add(read_traceback(index, offset, first, parsed, known=scan.lines, until=until, headless=True))
 
 
-def _add_logged_message(scan: Scan, tb: Traceback) -> None:
+def _add_logged_message(scan: Scan, tb: Traceback, header: LogLine) -> None:
     """A traceback cut before its exception line (an excerpt, a log that ends there): when the
     same writer logged an error just before it (`logger.exception(e)` prints `str(e)`, then the
-    traceback), that message is the exception's text."""
+    traceback), that message is the exception's text. Otherwise, when the text ends inside it
+    (a paste cut short), the traceback itself stands for the exception it does not show
+    (`CUT_TRACEBACK`), its frames saying where it was raised."""
     record = tb.preamble_record
     if record is None or record.level not in ("ERROR", "CRITICAL") or not record.message.strip():
+        if tb.open and tb.cut_frames:
+            event = _event_from_line(header, "message", "Cut off", CUT_TRACEBACK)
+            scan.cut_events.append(Candidate(replace(event, frames=tb.cut_frames), tier=0, traceback=tb))
+            scan.events.append(scan.cut_events[-1])
         return
     if any(c.event.line == record.number for c in scan.events[-4:]):
         return  # already a candidate of its own (it reads like `ValueError: ...`)
@@ -585,6 +607,11 @@ def _add_logged_message(scan: Scan, tb: Traceback) -> None:
         _event_from_line(record, "message", "Error", record.message.strip()), frames=tb.cut_frames
     )
     scan.events.append(Candidate(event, tier=0, traceback=tb))
+
+
+#: The text that stands for a traceback the log ends inside, before its exception line: its
+#: header, which no exception's `Type: message` reads as (the `traceback-cut-off` rule's match).
+CUT_TRACEBACK = "Traceback (most recent call last):"
 
 
 def _event_from_line(line: LogLine, kind: str, type_name: str, message: str) -> ExceptionEvent:
@@ -630,4 +657,5 @@ def truncate_scan(scan: Scan, line: int) -> Scan:
             if run.first_line <= line
         ],
         open_faults=[fault for fault in scan.open_faults if fault[0] < line],
+        cut_events=[c for c in scan.cut_events if c.traceback is not None and c.traceback.header_line < line],
     )
