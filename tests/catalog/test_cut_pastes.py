@@ -23,7 +23,8 @@ OLD = "ERROR 12-09 00:49:29 engine.py:366] "  # vLLM 0.6's MQLLMEngine
 
 
 def _traceback(prefix: str, frames: list[tuple[str, str]], *exception: str) -> str:
-    """A traceback as `prefix`'s writer prints it: `frames` as (path, function), then the exception."""
+    """A traceback as `prefix`'s writer prints it: `frames` as (path, function), then the exception
+    (none: a traceback the text ends inside)."""
     lines = ["Traceback (most recent call last):"]
     for path, function in frames:
         lines += [f'  File "{path}", line 1, in {function}', "    call()"]
@@ -217,14 +218,9 @@ RAW_FRAMES = [
 ]
 
 
-def _cut(prefix: str, frames: list[tuple[str, str]]) -> str:
-    """A traceback the text ends inside: its frames, no exception line."""
-    return _traceback(prefix, frames).rstrip("\n") + "\n"
-
-
 @pytest.mark.parametrize("prefix", ["", RAW, "[rank0]: "])
 def test_a_log_that_ends_inside_a_traceback_says_so(prefix: str) -> None:
-    text = HEAD + _cut(prefix, RAW_FRAMES)
+    text = HEAD + _traceback(prefix, RAW_FRAMES)
     [finding] = analyze(text).findings
     assert finding.rule_id == "traceback-cut-off"
     assert finding.root.line == 1  # (the traceback's header)
@@ -233,7 +229,7 @@ def test_a_log_that_ends_inside_a_traceback_says_so(prefix: str) -> None:
 
 def test_a_cut_traceback_in_a_known_component_is_that_component_s() -> None:
     frames = [*RAW_FRAMES[:1], ("/x/vllm/v1/spec_decode/eagle.py", "propose")]
-    assert _causes(HEAD + _cut(RAW, frames)) == ["speculative-decoding-failure"]
+    assert _causes(HEAD + _traceback(RAW, frames)) == ["speculative-decoding-failure"]
 
 
 def test_a_cut_traceback_stands_in_only_where_nothing_was_raised_after_it() -> None:
@@ -255,7 +251,7 @@ def test_a_cut_traceback_stands_in_only_where_nothing_was_raised_after_it() -> N
 
 def test_a_traceback_cut_after_an_error_vllm_logged_is_that_error() -> None:
     # (`logger.exception(e)` printed the error's text above the traceback)
-    text = f"{OLD}'layers.0.mlp.down_proj.weight.absmax'\n" + _cut(OLD, LOADER_FRAMES)
+    text = f"{OLD}'layers.0.mlp.down_proj.weight.absmax'\n" + _traceback(OLD, LOADER_FRAMES)
     assert "traceback-cut-off" not in _causes(text)
 
 
@@ -271,7 +267,7 @@ def test_a_growing_log_that_ends_inside_a_traceback_finds_its_exception_when_it_
     for cut in range(len(HEAD), len(text), 17):
         analyzer = Analyzer()
         before = analyzer.analyze(text[:cut], line_table=True)
-        if analyzer.analyze(text[:cut] + "", line_table=True) != before:
+        if analyzer.analyze(text[:cut], line_table=True) != before:
             differ.append(("again", cut))
         if analyzer.analyze(text, line_table=True, grown_from=text[:cut]) != fresh:
             differ.append(("grown", cut))

@@ -11,6 +11,7 @@ must be the same: the same rule on the same line (the same root text where lines
 from __future__ import annotations
 
 import functools
+import html
 import re
 from collections.abc import Callable
 
@@ -149,19 +150,9 @@ def _typographic(line: str) -> str:
     return re.sub(r'"([^"]*)"', "\u201c\\1\u201d", line).replace("'", "\u2019")
 
 
-def _html_escaped(line: str) -> str:
-    return (
-        line.replace("&", "&amp;")
-        .replace("<", "&lt;")
-        .replace(">", "&gt;")
-        .replace('"', "&quot;")
-        .replace("'", "&#x27;")
-    )
-
-
 # A copy through a word processor, a chat or a document (typographic quotes), or from a web
 # page's source (HTML's character references).
-PUNCTUATION = {"typographic quotes": _typographic, "html references": _html_escaped}
+PUNCTUATION = {"typographic quotes": _typographic, "html references": html.escape}
 
 
 @pytest.mark.parametrize("copy", sorted(PUNCTUATION))

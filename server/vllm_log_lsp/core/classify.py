@@ -60,7 +60,7 @@ def _first_rule(
     frames_blob = "\n".join(frames + chain)
     # The root's own text is one of its chain's exceptions: a paste that kept the exception line
     # but not its traceback header must meet `frames` as the whole traceback would.
-    frame_items = frames + chain if root_text in chain else (*frames, *chain, root_text)
+    frame_items = (*frames, *chain, root_text)
     for rule, found in matches.matching(root_text):
         if rule.phases and phase not in rule.phases:
             continue

@@ -232,10 +232,10 @@ def _settle_cut_tracebacks(scan: Scan) -> None:
     if not scan.cut_events:
         return
     last = max(c.event.line for c in scan.events)
-    answered = [c for c in scan.cut_events if c.event.line < last]
+    answered = {id(c) for c in scan.cut_events if c.event.line < last}
     if answered:
-        scan.events[:] = [c for c in scan.events if not any(c is cut for cut in answered)]
-        scan.cut_events = [c for c in scan.cut_events if c.event.line == last]
+        scan.events[:] = [c for c in scan.events if id(c) not in answered]
+        scan.cut_events = [c for c in scan.cut_events if id(c) not in answered]
 
 
 # How far the scan goes past the pages it released last before it releases again, and how much
