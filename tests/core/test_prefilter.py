@@ -582,3 +582,79 @@ def test_a_tools_rows_are_read_by_their_numbers_whatever_the_lines_hold(kind: st
 )
 def test_a_tools_output_is_read_as_rows_or_refused(output: bytes, rows) -> None:
     assert prefilter.parse_rows(output) == rows
+
+
+# -- a group whose lines another group's hold is picked out of them, not searched --------------
+
+
+@pytest.mark.parametrize(
+    ("groups", "covers"),
+    [
+        ([["Error"], ["ValueError", "EngineDeadError"]], [None, 0]),
+        ([["ValueError"], ["Error"]], [1, None]),
+        ([["Error"], ["Error"]], [1, None]),  # (the same: one is searched)
+        ([["rror"], ["Error"], ["ValueError"]], [None, 0, 0]),  # (a chain: the searched end)
+        ([["Error"], ["ValueError", "died"]], [None, None]),  # (`died` holds no literal of the first)
+        ([["Error"], ["ValueError"], []], [None, 0, None]),
+        ([["INFO"], ["Error"], ["Error", "INFO"]], [2, 2, None]),  # (the union covers both)
+        ([["Error", "INFO"], ["INFO"], ["Error"]], [None, 0, 0]),
+        ([["Error"], ["INFO"], ["ValueError", "INFO"]], [None, 2, None]),  # (the last: by no one group)
+    ],
+)
+def test_a_group_is_covered_by_one_whose_literals_each_of_its_own_holds(
+    groups: list[list[str]], covers: list[int | None]
+) -> None:
+    assert prefilter.covering_groups(groups) == covers
+
+
+def test_a_covered_group_costs_no_process_of_its_own(tmp_path, monkeypatch) -> None:
+    """rg over a file runs one process per searched group; the covered group's lines are those
+    its own search would find."""
+    _search_way("file", monkeypatch)
+    monkeypatch.setattr(prefilter, "AUTOMATON_THRESHOLD", 1 << 60)
+    path = tmp_path / "log"
+    data = (CRASH / "011.log").read_bytes()
+    path.write_bytes(data)
+    started = []
+    real_popen = __import__("subprocess").Popen
+
+    def popen(*args, **kwargs):
+        started.append(args[0])
+        return real_popen(*args, **kwargs)
+
+    monkeypatch.setattr("subprocess.Popen", popen)
+    groups = [LITERALS, ["INFO"], ["Traceback (most recent call last)", "EngineDeadError"]]
+    found = prefilter.candidate_lines_by_group(LogIndex(data, str(path)), groups)
+    assert len(started) == 2
+    assert found == _each_alone(data, groups, 0)
+    assert found[2]  # (the log holds them)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_covered_group_of_a_log_of_candidates_is_searched_after_all(
+    lazy: bool, tmp_path, monkeypatch
+) -> None:
+    """Where the covering group's rows are too many to hold (read lazily), picking the covered
+    group's lines would read every line: it is searched on its own, with the same lines."""
+    _search_way("file", monkeypatch)
+    monkeypatch.setattr(prefilter, "AUTOMATON_THRESHOLD", 1 << 60)
+    if lazy:
+        monkeypatch.setattr(prefilter, "LAZY_ROWS", 1)
+    path = tmp_path / "log"
+    data = "".join(
+        f"ERROR {n} Error {'ValueError: x' if n % 7 == 0 else 'other'}\n" for n in range(300)
+    ).encode()
+    path.write_bytes(data)
+    searched = []
+    real = prefilter.candidate_lines
+
+    def candidate_lines(index, literals, *args, **kwargs):
+        searched.append(sorted(literals))
+        return real(index, literals, *args, **kwargs)
+
+    monkeypatch.setattr(prefilter, "candidate_lines", candidate_lines)
+    groups = [["Error"], ["ValueError"]]
+    found = prefilter.candidate_lines_by_group(LogIndex(data, str(path)), groups)
+    assert searched == ([["ValueError"]] if lazy else [])
+    assert [list(rows) for rows in found] == _each_alone(data, groups, 0)
+    assert len(found[1]) == 43
