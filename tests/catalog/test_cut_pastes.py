@@ -149,6 +149,8 @@ API_SERVER_PART = _traceback(A, [("/x/vllm/v1/engine/async_llm.py", "output_hand
     "log",
     [
         API_SERVER_PART,
+        # (as the API server logs it: the symptom it logs above the traceback of the one raised)
+        A + "AsyncLLM output_handler failed.\n" + API_SERVER_PART,
         DEAD + "\n",
         # (as pytest prints it, in a test suite that drives vLLM)
         "[2026-01-31T04:40:19Z] E           " + DEAD + "\n",
@@ -163,6 +165,24 @@ API_SERVER_PART = _traceback(A, [("/x/vllm/v1/engine/async_llm.py", "output_hand
 )
 def test_another_process_s_report_alone_says_its_error_is_missing(log: str) -> None:
     assert _causes(log) == ["error-not-in-log"]
+
+
+@pytest.mark.parametrize("order", ["raised last", "raised first"])
+def test_a_symptom_raised_stands_in_before_one_only_logged(order: str) -> None:
+    """With no error of the failing process, the stand-in is the symptom raised as an exception
+    (it says what failed) whether it comes before or after the one logged."""
+    logged = A + "AsyncLLM output_handler failed.\n"
+    raised = A + DEAD + "\n"
+    log = logged + raised if order == "raised last" else raised + logged
+    [finding] = analyze(log).findings
+    assert (finding.rule_id, finding.line) == ("error-not-in-log", log.splitlines().index(raised.rstrip()))
+
+
+def test_a_symptom_with_an_exit_code_stands_in_before_one_raised() -> None:
+    died = "(APIServer pid=10) ERROR 01-01 00:00:04 [core_client.py:1] Engine core proc EngineCore_DP0 died unexpectedly (exit code: -9)\n"
+    log = A + DEAD + "\n" + died
+    [finding] = analyze(log).findings
+    assert finding.line == 1
 
 
 def test_a_report_stays_a_symptom_of_the_error_above_it() -> None:

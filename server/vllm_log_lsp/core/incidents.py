@@ -19,7 +19,7 @@ from .model import Confidence, Considered, ExceptionEvent, LineWords, LogLine, P
 from .records import dataclass, field, replace
 from .scan import FATAL_LEVELS, MAX_LINE, Candidate, Scan
 from .text import LogIndex, as_printed, clip_line
-from .tracebacks import Traceback, is_uncaught
+from .tracebacks import Traceback, is_uncaught, looks_like_exception
 
 # After the last symptom, how far to look for a cause printed late (core dumps, stderr order).
 LATE_WINDOW = 400
@@ -897,15 +897,19 @@ def _wrapping(
 
 
 def symptom_as_root(incident: Incident) -> Candidate:
-    """No exception at all: the most telling symptom stands for the cause."""
+    """No exception at all: the most telling symptom stands for the cause: one that carries an
+    exit code, then a failure with no failed process named, then one raised as an exception
+    over one only logged (`AsyncLLM output_handler failed.` is logged above the traceback of
+    the `EngineDeadError` that says what failed: the engine, elsewhere), then the earliest."""
 
-    def telling(item: tuple[Symptom, Marker, LogLine]) -> tuple[int, int]:
+    def telling(item: tuple[Symptom, Marker, LogLine]) -> tuple[int, int, int]:
         symptom, marker, _ = item
         found = marker.pattern.search(symptom.text)
         groups = found.groupdict() if found else {}
         has_code = bool(groups.get("exit_code") or groups.get("status"))
         empty_procs = groups.get("procs") == "{}"
-        return (0 if has_code else 1 if empty_procs else 2, symptom.line)
+        raised = looks_like_exception(symptom.text) is not None
+        return (0 if has_code else 1 if empty_procs else 2, 0 if raised else 1, symptom.line)
 
     symptom, _, line = min(incident.symptoms, key=telling)
     event = ExceptionEvent(
