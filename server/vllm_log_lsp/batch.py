@@ -165,7 +165,10 @@ def check_file(
         # (The index's numbering knows whether the text holds a `\r`: no search of a mapped
         # file's every page again, which would hold them all.)
         numbering = analysis.source_map or (lines_read.newline_lines() if has_lines else NO_BARE_CR)
-        entry = file_json(name, analysis, numbering, lines_read)
+        # The times of the roots and symptoms are read for the formats that print them, not for
+        # the text report (its entry gives the summary and the exit status): a restart loop's
+        # hundreds of symptoms would each look above for one.
+        entry = file_json(name, analysis, numbering, None if options.text else lines_read)
         text = render_text(name, analysis, Style(options.colour), numbering) if options.text else None
     except HookError:
         raise
