@@ -821,6 +821,35 @@ def test_a_traceback_without_its_header_is_read_from_its_first_frame(
     assert len(headless.folds) == len(whole.folds) == 1
 
 
+@pytest.mark.parametrize("workers", [2, 4, 16])
+@pytest.mark.parametrize("logged", [False, True], ids=["printed", "logged"])
+def test_tracebacks_without_headers_printed_a_line_of_each_worker_in_turn_are_each_read(
+    workers: int, logged: bool
+) -> None:
+    """Tensor-parallel workers that fail alike print their tracebacks at once, a line of each in
+    turn; a paste that starts inside them holds no header. Each worker's frames are read back
+    over the other workers' lines, as its whole traceback would be: the same cause and frames."""
+    level = "ERROR 12-13 11:25:59 [multiproc_executor.py:822] " if logged else ""
+    writers = [f"(Worker_TP{rank} pid={100 + rank}) {level}" for rank in range(workers)]
+
+    def turns(with_header: bool) -> list[str]:
+        lines = ([TRACEBACK_LINE] if with_header else []) + HEADLESS_NCCL[:5]
+        return [writer + line for line in lines for writer in writers]
+
+    head = "INFO 01-07 10:00:00 [api_server.py:1] vLLM API server version 0.11.0"
+    whole = analyze(_log([head, *turns(True)]))
+    headless = analyze(_log([head, *turns(False)]))
+    assert [f.rule_id for f in whole.findings] == ["nccl-cuda-error"]
+    assert [(f.rule_id, f.root_text) for f in headless.findings] == [
+        (f.rule_id, f.root_text) for f in whole.findings
+    ]
+    [finding] = headless.findings
+    assert finding.exception is not None
+    assert [fr.path for fr in finding.exception.frames] == [
+        fr.path for fr in whole.findings[0].exception.frames
+    ]
+
+
 def test_an_exception_below_indented_text_that_is_no_frame_is_read_alone() -> None:
     """An exception line under an indented block with no frame line in reach (a dumped config)
     is no traceback's: it is read as a line of its own, as before."""

@@ -19,7 +19,7 @@ from .prefilter import Numbered, ToolRows, candidate_lines_by_group
 from .records import dataclass, field, replace
 from .repeats import RepeatRun, first_copy, marker_literals, skip_copies
 from .source import release_pages
-from .text import LogIndex, as_printed
+from .text import ESCAPE, LogIndex, as_printed
 from .tracebacks import (
     FAULT_LITERAL,
     BodyMemo,
@@ -31,6 +31,7 @@ from .tracebacks import (
     looks_like_exception,
     read_traceback,
     standalone_exception,
+    stream_literals,
 )
 
 # Literals that flag lines worth parsing besides the catalog's markers.
@@ -521,20 +522,32 @@ def _frame_code(index: LogIndex, line: LogLine, start: int) -> bool:
     named after it was the source of the error, not the error."""
     if not line.message[:1].isspace() or line.number == 0:
         return False
-    above = next(_writer_lines_above(index, line, start, _BLANKS_BETWEEN + 1), None)
+    reach = _BLANKS_BETWEEN + 1 + _HEADLESS_OTHERS
+    above = next(_writer_lines_above(index, line, start, reach, _HEADLESS_OTHERS), None)
     return above is not None and is_frame_line(above.message)
 
 
-def _writer_lines_above(index: LogIndex, line: LogLine, start: int, reach: int) -> Iterator[LogLine]:
+def _writer_lines_above(
+    index: LogIndex, line: LogLine, start: int, reach: int, others: int = 0
+) -> Iterator[LogLine]:
     """The lines of `line`'s writer right above it (of at most `reach`, nearest first), parsed,
-    up to another writer's: blank lines, and the writer's lines with nothing after its prefix,
-    are passed over, as a traceback's reader passes over them (a double-spaced copy)."""
+    up to more than `others` lines of other writers in a row: blank lines, and the writer's lines
+    with nothing after its prefix, are passed over, as a traceback's reader passes over them (a
+    double-spaced copy). Other writers' lines are told without a parse where they lack a piece
+    of text every line of the writer holds (`stream_literals`)."""
+    pieces = stream_literals(line) if others else ()
+    in_a_row = 0
     for number, text in index.iter_lines_back(start, line.number, reach):
         if not text.strip():
             continue
-        above = parse_line(number, text)
-        if above.stream != line.stream:
-            return
+        mine = not pieces or ESCAPE in text or all(piece in text for piece in pieces)
+        above = parse_line(number, text) if mine else None
+        if above is None or above.stream != line.stream:
+            in_a_row += 1
+            if in_a_row > others:
+                return
+            continue
+        in_a_row = 0
         if above.message.strip():
             yield above
 
@@ -547,6 +560,9 @@ _BLANKS_BETWEEN = 2
 #: and the most lines a frame's code, carets and elisions take.
 _HEADLESS_REACH = 400
 _FRAME_BODY = 8
+#: Other writers' lines in a row passed over there: workers that fail alike print their tracebacks
+#: at once, a line of each in turn (sixteen tensor-parallel ranks, sixteen lines apart).
+_HEADLESS_OTHERS = 64
 
 
 def _headless_start(index: LogIndex, line: LogLine, start: int) -> tuple[int, LogLine] | None:
@@ -559,7 +575,7 @@ def _headless_start(index: LogIndex, line: LogLine, start: int) -> tuple[int, Lo
         return None
     first: LogLine | None = None
     since_frame = 0  # lines walked since the last frame line (a frame's code, carets, elisions)
-    for above in _writer_lines_above(index, line, start, _HEADLESS_REACH):
+    for above in _writer_lines_above(index, line, start, _HEADLESS_REACH, _HEADLESS_OTHERS):
         message = above.message
         if is_frame_line(message):
             first, since_frame = above, 0
