@@ -67,6 +67,17 @@ def path_sources(text: str) -> str:
     )
 
 
+def dated_with_year(line: str) -> str:
+    """A date format of the user's (`VLLM_LOGGING_CONFIG_PATH`, a plugin's): the year and
+    milliseconds in vLLM's layout (`ERROR 2025-11-25 15:18:55.343 [file.py:N] `)."""
+    return re.sub(r" (ERROR|INFO|WARNING) (\d\d-\d\d) (\d\d:\d\d:\d\d) ", r" \1 2025-\2 \3.343 ", line)
+
+
+def level_and_time_cut(line: str) -> str:
+    """Only vLLM's `[file.py:N] ` left of its header (a copy of some columns)."""
+    return re.sub(r"(ERROR|INFO|WARNING) \d\d-\d\d \d\d:\d\d:\d\d (\[)", r"\2", line)
+
+
 TRANSFORMS: dict[str, Callable[[str], str]] = {
     "plain": lambda text: text,
     "ansi-colour": per_line(ansi),
@@ -101,6 +112,8 @@ TRANSFORMS: dict[str, Callable[[str], str]] = {
     "enginecore-plain": rename("EngineCore_DP0 pid=200", "EngineCore pid=200"),
     "apiserver-n": rename("(APIServer pid=100)", "(ApiServer_1 pid=100)"),
     "torch-rank-prefix": rename("(Worker_TP1 pid=302) ERROR", "(Worker_TP1 pid=302) [rank1]: ERROR"),
+    "date-with-year": per_line(dated_with_year),
+    "level-and-time-cut": per_line(level_and_time_cut),
 }
 
 

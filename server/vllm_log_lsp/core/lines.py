@@ -83,7 +83,7 @@ _OUTER_FIRST = frozenset(">[ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 _VLLM_HEADER = regexes.compile(
     r"""
     (?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)[ ]
-    (?P<date>\d\d-\d\d[ ]\d\d:\d\d:\d\d)(?:\.\d+)?[ ]
+    (?P<date>(?:\d{4}-)?\d\d-\d\d[ ]\d\d:\d\d:\d\d)(?:[.,]\d+)?[ ]  # (a year: a date format of the user's)
     [\[(]?(?P<source>[\w.\-]+(?:/[\w.\-]+)*\.py:\d+)\][ ]?
     """,
     re.VERBOSE,
@@ -99,7 +99,9 @@ _VLLM_HEADER = regexes.compile(
 #   whose class starts with a capital);
 # - `leveled`: a level in brackets alone, its time taken off before as a collector's
 #   (`2025-04-23T21:09:12.123Z [ERROR] `);
-# - `basic`: Python's `logging.basicConfig` (`ERROR:vllm.core:`, torchrun's `WARNING:torch.…:`).
+# - `basic`: Python's `logging.basicConfig` (`ERROR:vllm.core:`, torchrun's `WARNING:torch.…:`);
+# - `sourced`: vLLM's `[file.py:N] ` with no level or time before it (cut off by a copy of some
+#   columns, or a format of the user's that prints only where a record came from).
 # A level is followed by one space: the message after it keeps its own (a frame's indentation).
 _OTHER_HEADER = regexes.compile(
     r"""
@@ -115,6 +117,7 @@ _OTHER_HEADER = regexes.compile(
         (?:\[[\w.\-:]{1,80}\]:?[ ]?|[a-z_][\w\-]*(?:\.[a-z_][\w\-]*)+:?[ ])?)
   | (?P<leveled>\[(?P<llevel>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\][ ](?:\[[\w.\-:]{1,80}\][ ]?)?)
   | (?P<basic>(?P<clevel>DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.\-<>]+:)
+  | (?P<sourced>\[[\w.\-]+(?:/[\w.\-]+)*\.py:\d+\][ ])
     """,
     re.VERBOSE,
 )
@@ -331,7 +334,8 @@ def _layout_of(clean: str, learned: re.Pattern[str] | None) -> _Layout:
     else:
         other = _OTHER_HEADER.match(clean, pos)
         if other:
-            layout.level = next(level for level in other.group(*_OTHER_LEVELS) if level)
+            # (None: vLLM's `[file.py:N] ` alone, its level and time cut off: a column copy)
+            layout.level = next((level for level in other.group(*_OTHER_LEVELS) if level), None)
             pos = other.end()
     if layout.level in _LEVEL_NAMES:
         layout.level = _LEVEL_NAMES[layout.level]
@@ -465,7 +469,7 @@ def _plausible_compose(clean: str, match: re.Match[str]) -> bool:
 # Where vLLM's own part of a line begins: a process prefix, a logger header, a traceback line.
 _VLLM_START = regexes.compile(
     r"\((?:[A-Za-z_][\w.\-]*(?:[ ]\w+=?\w*)?)[ ]pid=\d+[^)]*\)"
-    r"|\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ ]\d\d-\d\d[ ]\d\d:"
+    r"|\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ ](?:\d{4}-)?\d\d-\d\d[ ]\d\d:"
     r"|Traceback[ ]\(most[ ]recent[ ]call[ ]last\):"
 )
 # A learned prefix must lead this share of the sampled vLLM lines, and at least this many.

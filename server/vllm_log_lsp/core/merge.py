@@ -30,7 +30,7 @@ from .wraps import unwrap, wrap_width
 
 # vLLM's header time (after the level) and a runtime's full timestamp at the line start.
 _HEADER_TIME = regexes.compile(
-    r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))? "
+    r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:\d{4}-)?(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d+))? "
 )
 _RUNTIME_TIME = regexes.compile(r"(?:\S+ )?\d{4}-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
 # How far into a line a timestamp is looked for.

@@ -23,7 +23,7 @@ _RUNTIME = regexes.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?
 _RUNTIME_WITHIN = 48
 #: vLLM's logger header: level, `MM-DD HH:MM:SS` with an optional fraction, then the source.
 _VLLM = regexes.compile(
-    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) [\[(]?[\w./-]+\.py:\d+\]"
+    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) ((?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?) [\[(]?[\w./-]+\.py:\d+\]"
 )
 _VLLM_WITHIN = 200
 #: How far above a line to look for its writer's last timestamp (a long traceback's height).
