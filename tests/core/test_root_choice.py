@@ -866,3 +866,36 @@ def test_an_exception_below_indented_text_that_is_no_frame_is_read_alone() -> No
     far = ['  File "/x/a.py", line 1, in f', *dumped[1:]]
     index = LogIndex(_log(far))
     assert _headless_start(index, parse_line(last, far[last]), index.line_start(last)) is None
+
+
+# vLLM 0.7-0.8's V1 EngineCore logged its traceback as one record under the symptom:
+# `logger.error("EngineCore hit an exception: %s", traceback.format_exc())`.
+_HIT = "ERROR 03-26 17:25:01 [core.py:340] "
+_HIT_FRAMES = [
+    '  File "/x/vllm/v1/engine/core.py", line 333, in run_engine_core',
+    "    engine_core.run_busy_loop()",
+    '  File "/x/vllm/v1/worker/gpu_model_runner.py", line 1000, in execute_model',
+    "    hidden_states = self.model(",
+]
+_FATAL = (
+    "CRITICAL 03-26 17:25:01 [core_client.py:269] Got fatal signal from worker processes, shutting down. "
+    "See stack trace above for root cause issue."
+)
+
+
+@pytest.mark.parametrize("after", [[], [_FATAL], [_FATAL, "Killed"]], ids=["alone", "fatal-signal", "killed"])
+def test_a_traceback_logged_on_the_symptoms_own_line_holds_the_root(after: list[str]) -> None:
+    """The traceback whose header is on the symptom's line belongs to the death, as one whose
+    header is right below it does: its exception is the root, not shutdown noise after it."""
+    exception = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 10.00 MiB is free."
+    lines = [
+        "INFO 03-26 17:20:00 [api_server.py:1] vLLM API server version 0.8.2",
+        "INFO 03-26 17:24:00 [loggers.py:1] Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 5.0 tokens/s, Running: 1 reqs",
+        _HIT + "EngineCore hit an exception: Traceback (most recent call last):",
+        *[_HIT + frame for frame in _HIT_FRAMES],
+        _HIT + exception,
+        _HIT,
+        *after,
+    ]
+    [finding] = analyze(_log(lines)).findings
+    assert (finding.line, finding.rule_id) == (lines.index(_HIT + exception), "oom-serving")

@@ -858,12 +858,14 @@ def _engine_side(candidates: list[Candidate]) -> list[Candidate]:
 
 def _death_end(scan: Scan, incident: Incident) -> int:
     """The last line of the death: a symptom such as `EngineCore failed to start.` heads the
-    logged traceback that holds the cause, so that traceback belongs to the death too."""
+    logged traceback that holds the cause, so that traceback belongs to the death too; so does
+    one whose header is on the symptom's own line (vLLM 0.7–0.8 logged `EngineCore hit an
+    exception: Traceback (most recent call last):` and the traceback as one record)."""
     end = max(s.line for s, _, _ in incident.symptoms)
     ordered, headers = _tracebacks_by_header(scan)
     for symptom, _, line in incident.symptoms:
-        # The tracebacks whose header is one of the 3 lines below the symptom.
-        lo, hi = bisect.bisect_left(headers, symptom.line + 1), bisect.bisect_left(headers, symptom.line + 4)
+        # The tracebacks whose header is the symptom's line or one of the 3 lines below it.
+        lo, hi = bisect.bisect_left(headers, symptom.line), bisect.bisect_left(headers, symptom.line + 4)
         for tb in ordered[lo:hi]:
             if tb.lines and tb.stream == line.stream:
                 end = max(end, tb.lines[-1])
