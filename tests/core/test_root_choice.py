@@ -899,3 +899,47 @@ def test_a_traceback_logged_on_the_symptoms_own_line_holds_the_root(after: list[
     ]
     [finding] = analyze(_log(lines)).findings
     assert (finding.line, finding.rule_id) == (lines.index(_HIT + exception), "oom-serving")
+
+
+@pytest.mark.parametrize(
+    ("message", "waits"),
+    [
+        (
+            "NPU function error: c10_npu::acl::AclrtSynchronizeStreamWithTimeout(copy_stream), error code is 107027",
+            False,
+        ),
+        ("call to get_timeout_ms() failed", False),
+        ("RPC call to execute_model timed out.", True),
+        ("Timeout waiting for the workers", True),
+        ("the store did not respond", True),
+    ],
+)
+def test_a_wait_is_told_by_its_words_not_by_a_name_that_holds_one(message: str, waits: bool) -> None:
+    """An error that waited on another process (a timeout) yields to that process's error; an
+    API named `…WithTimeout` that failed waited on nothing."""
+    from vllm_log_lsp.core.incidents import Candidate, _is_waiting
+    from vllm_log_lsp.core.model import ExceptionEvent, Span
+
+    event = ExceptionEvent(line=4, span=Span(4, 0, 10), type_name="RuntimeError", message=message, stream="w")
+    assert _is_waiting(Candidate(event, tier=0)) is waits
+
+
+def test_a_failed_api_whose_name_holds_timeout_is_the_root_before_the_fault_after_it() -> None:
+    """e-007's shape (a vllm-ascend issue): the worker's RuntimeError from
+    `AclrtSynchronizeStreamWithTimeout`, then the CANN error lines of its message."""
+    worker = "(VllmWorker rank=2 pid=36130) ERROR 08-21 08:26:21 [multiproc_executor.py:546] "
+    engine = "(EngineCore_DP0 pid=2) ERROR 08-21 08:26:21 [core.py:1] "
+    lines = [
+        worker + "WorkerProc hit an exception.",
+        worker + "Traceback (most recent call last):",
+        worker + '  File "/x/vllm/v1/worker/gpu_worker.py", line 1, in execute_model',
+        worker + "    output = self.model_runner.execute_model()",
+        worker
+        + "RuntimeError: NPU function error: c10_npu::acl::AclrtSynchronizeStreamWithTimeout(copy_stream), error code is 107027",
+        worker
+        + "[ERROR] 2025-08-21-08:26:21 (PID:36130, Device:2, RankID:-1) ERR00100 PTA call acl api failed.",
+        worker + "EE9999: Inner Error!",
+        engine + "EngineCore encountered a fatal error.",
+    ]
+    [finding] = analyze(_log(lines)).findings
+    assert (finding.line, finding.rule_id) == (4, "ascend-runtime-error")

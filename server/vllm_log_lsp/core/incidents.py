@@ -13,6 +13,7 @@ import bisect
 import re
 
 from . import catalog as catalog_mod
+from . import regexes
 from .catalog import Catalog, Marker, Pattern, required_alternatives
 from .lines import parse_line
 from .model import Confidence, Considered, ExceptionEvent, LineWords, LogLine, Precursor, Symptom
@@ -633,7 +634,8 @@ def _last_resort(catalog: Catalog, cand: Candidate) -> bool:
 
 # Exceptions that only say one process waited on another in vain.
 _WAITING_TYPES = ("TimeoutError", "Timeout", "DeadlineExceeded")
-_WAITING_WORDS = ("timed out", "timeout", "did not respond", "no response")
+# Words, not parts of a name: `AclrtSynchronizeStreamWithTimeout(copy_stream)` failing is no wait.
+_WAITING_WORDS = regexes.compile(r"\b(?:timed out|timeout|did not respond|no response)\b")
 
 
 def _is_waiting(cand: Candidate) -> bool:
@@ -641,7 +643,7 @@ def _is_waiting(cand: Candidate) -> bool:
     if name.endswith(_WAITING_TYPES):
         return True
     message = cand.event.message[:300].lower()
-    return cand.event.kind != "fault" and any(word in message for word in _WAITING_WORDS)
+    return cand.event.kind != "fault" and _WAITING_WORDS.search(message) is not None
 
 
 def _why(chosen: Candidate, group: int, first_death: int, healthy: int) -> str:
