@@ -271,11 +271,12 @@ def test_corpus_run_starts_are_every_candidates_own() -> None:
 
 # -- a death's last line: the tracebacks under its symptoms, found by bisection ------------------
 def plain_death_end(scan: Scan, incident: Incident) -> int:
-    """The specification: every traceback headed 1-3 lines under a symptom, of its writer."""
+    """The specification: every traceback headed on a symptom's line or 1-3 lines under it, of its
+    writer."""
     end = max(s.line for s, _, _ in incident.symptoms)
     for symptom, _, line in incident.symptoms:
         for tb in scan.tracebacks:
-            if symptom.line < tb.header_line <= symptom.line + 3 and tb.lines and tb.stream == line.stream:
+            if symptom.line <= tb.header_line <= symptom.line + 3 and tb.lines and tb.stream == line.stream:
                 end = max(end, tb.lines[-1])
     return end
 

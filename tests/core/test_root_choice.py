@@ -850,6 +850,31 @@ def test_tracebacks_without_headers_printed_a_line_of_each_worker_in_turn_are_ea
     ]
 
 
+def test_a_traceback_without_its_header_is_not_read_over_a_run_start() -> None:
+    """The walk above an exception line passes over other writers' lines, never over a run start:
+    frames above one belong to an earlier run. A log grown past the run start reads the same."""
+    from vllm_log_lsp.core.analyze import Analyzer
+
+    worker = "ocr-2  | (EngineCore_DP0 pid=36) "
+    server = "(APIServer pid=387) INFO 09-21 21:35:59 [api_server.py:1] "
+    lines = [
+        worker + '  File "/x/vllm/v1/engine/core.py", line 1, in step',
+        worker + "    outputs = self.step_fn()",
+        server + "vLLM API server version 0.10.2",
+        server + "non-default args: {'model_tag': 'm'}",
+        worker + "IndexError: list index out of range",
+    ]
+    text = _log(lines)
+    [finding] = analyze(text).findings
+    assert finding.exception is None or not finding.exception.frames
+    cut = text.index(server + "non-default")
+    analyzer = Analyzer()
+    analyzer.analyze(text[:cut])
+    grown = analyzer.analyze(text, grown_from=text[:cut])
+    assert [(f.line, f.rule_id) for f in grown.findings] == [(finding.line, finding.rule_id)]
+    assert grown.folds == analyze(text).folds == ()
+
+
 def test_an_exception_below_indented_text_that_is_no_frame_is_read_alone() -> None:
     """An exception line under an indented block with no frame line in reach (a dumped config)
     is no traceback's: it is read as a line of its own, as before."""

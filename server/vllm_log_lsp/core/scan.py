@@ -420,9 +420,11 @@ def _classify_line(
     frame or code whose header the text does not hold, which the scan does not keep (as it does
     not keep those of a traceback read from its header)."""
     message = line.message
-    if not taken and (is_frame_line(message) or _frame_code(index, line, start)):
+    # (The walks above a line stop at the last run start: another run's lines are not its own.)
+    floor = scan.run_start_markers[-1] if scan.run_start_markers else -1
+    if not taken and (is_frame_line(message) or _frame_code(index, line, start, floor)):
         return None
-    if not taken and (headless := _headless_start(index, line, start)) is not None:
+    if not taken and (headless := _headless_start(index, line, start, floor)) is not None:
         _read_headless(index, scan, read, parsed, restarts, *headless)
         taken = True  # (this line is the traceback's exception line now)
     if (run_start := restarts.found.get(line.number)) is not None:
@@ -514,7 +516,7 @@ _FAULT_REACH = 400
 _FAULT_OTHERS = 40
 
 
-def _frame_code(index: LogIndex, line: LogLine, start: int) -> bool:
+def _frame_code(index: LogIndex, line: LogLine, start: int, floor: int = -1) -> bool:
     """Whether `line` is the source line of a traceback frame whose header the text does not
     hold (a paste of a log's last lines starts inside a traceback): indented, right below the
     same writer's `  File "…", line N, in f`. It is code (`raise RuntimeError(f"NCCL error:
@@ -523,20 +525,21 @@ def _frame_code(index: LogIndex, line: LogLine, start: int) -> bool:
     if not line.message[:1].isspace() or line.number == 0:
         return False
     reach = _BLANKS_BETWEEN + 1 + _HEADLESS_OTHERS
-    above = next(_writer_lines_above(index, line, start, reach, _HEADLESS_OTHERS), None)
+    above = next(_writer_lines_above(index, line, start, reach, _HEADLESS_OTHERS, floor), None)
     return above is not None and is_frame_line(above.message)
 
 
 def _writer_lines_above(
-    index: LogIndex, line: LogLine, start: int, reach: int, others: int = 0
+    index: LogIndex, line: LogLine, start: int, reach: int, others: int = 0, floor: int = -1
 ) -> Iterator[LogLine]:
-    """The lines of `line`'s writer right above it (of at most `reach`, nearest first), parsed,
-    up to more than `others` lines of other writers in a row: blank lines, and the writer's lines
-    with nothing after its prefix, are passed over, as a traceback's reader passes over them (a
-    double-spaced copy). Other writers' lines are told without a parse where they lack a piece
-    of text every line of the writer holds (`stream_literals`)."""
+    """The lines of `line`'s writer right above it (of at most `reach`, nearest first, below line
+    `floor`), parsed, up to more than `others` lines of other writers in a row: blank lines, and
+    the writer's lines with nothing after its prefix, are passed over, as a traceback's reader
+    passes over them (a double-spaced copy). Other writers' lines are told without a parse where
+    they lack a piece of text every line of the writer holds (`stream_literals`)."""
     pieces = stream_literals(line) if others else ()
     in_a_row = 0
+    reach = min(reach, line.number - floor - 1) if floor >= 0 else reach
     for number, text in index.iter_lines_back(start, line.number, reach):
         if not text.strip():
             continue
@@ -565,17 +568,20 @@ _FRAME_BODY = 8
 _HEADLESS_OTHERS = 64
 
 
-def _headless_start(index: LogIndex, line: LogLine, start: int) -> tuple[int, LogLine] | None:
+def _headless_start(
+    index: LogIndex, line: LogLine, start: int, floor: int = -1
+) -> tuple[int, LogLine] | None:
     """(offset, parsed line) of the first frame line of the traceback whose exception `line` is,
     when the text does not hold its header (a paste that starts inside it): `line` reads like an
-    exception and right above it are the same writer's frames (`  File "…", line N, in f`),
-    their code, carets and elisions, up to a line that is none of these. None otherwise (no
-    frame right above; or the header is there: its reader took these lines already)."""
+    exception and right above it, below line `floor` (the last run start), are the same writer's
+    frames (`  File "…", line N, in f`), their code, carets and elisions, up to a line that is
+    none of these. None otherwise (no frame right above; or the header is there: its reader took
+    these lines already)."""
     if line.number == 0 or line.message[:1].isspace() or looks_like_exception(line.message) is None:
         return None
     first: LogLine | None = None
     since_frame = 0  # lines walked since the last frame line (a frame's code, carets, elisions)
-    for above in _writer_lines_above(index, line, start, _HEADLESS_REACH, _HEADLESS_OTHERS):
+    for above in _writer_lines_above(index, line, start, _HEADLESS_REACH, _HEADLESS_OTHERS, floor):
         message = above.message
         if is_frame_line(message):
             first, since_frame = above, 0
