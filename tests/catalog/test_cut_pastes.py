@@ -292,3 +292,20 @@ def test_a_growing_log_that_ends_inside_a_traceback_finds_its_exception_when_it_
         if analyzer.analyze(text, line_table=True, grown_from=text[:cut]) != fresh:
             differ.append(("grown", cut))
     assert differ == []
+
+
+@pytest.mark.parametrize(
+    "inner", ["index 1 is out of bounds for dimension 0 with size 1", "IndexError: list index out of range"]
+)
+def test_a_worker_error_carried_by_engine_core_is_not_named_by_the_wrapper_s_origin(inner: str) -> None:
+    """EngineCore's `Worker failed with error 'X'`, the worker's own traceback not in the log: X
+    is the error. Where the wrapper is raised (`multiproc_executor.py`, whose mined family is
+    'setting up the distributed workers') says nothing of X."""
+    log = HEAD + _traceback(
+        E,
+        [("/x/vllm/v1/executor/multiproc_executor.py", "collective_rpc")],
+        f"RuntimeError: Worker failed with error '{inner}', please check the stack trace above for the root cause",
+    )
+    [finding] = analyze(log).findings
+    assert finding.rule_id == "unrecognized"
+    assert finding.origin is None or "multiproc_executor" not in finding.origin.summary

@@ -98,7 +98,8 @@ def match_event(
     where the traceback's frames are, and one the log's vLLM `version` can have raised).
 
     A wrapper's carried message (`inner_text`, e.g. EngineCore's `Worker failed with error
-    'X'`) is tried first: it is the original error."""
+    'X'`) is the original error: only it is looked up. Where the wrapper itself is raised
+    (`multiproc_executor.py`) says nothing of the cause."""
     if event.kind not in _MESSAGE_KINDS:
         return None
     paths = tuple(frame.path for frame in event.frames)
@@ -115,9 +116,8 @@ def _match_message(
     if inner_text:
         inner_type, _, inner_message = inner_text.partition(": ")
         if inner_message and re.fullmatch(r"[\w.]+", inner_type):
-            found = index.match(inner_type, inner_message, version, paths)
-            if found is not None:
-                return found
+            return index.match(inner_type, inner_message, version, paths)
+        return None
     return index.match(type_name, message, version, paths) if message else None
 
 
