@@ -78,14 +78,14 @@ def test_the_corpus_has_wrappers_of_both_kinds() -> None:
 
 
 def _index_match(event, inner_text, version):
-    """The specification: the wrapper's carried message first, then the exception's own."""
+    """The specification: the wrapper's carried message alone where there is one (where the
+    wrapper is raised says nothing of it), else the exception's own."""
     index, paths = message_index(), tuple(f.path for f in event.frames)
     if inner_text:
         type_name, _, message = inner_text.partition(": ")
         if message and type_name.replace(".", "").replace("_", "").isalnum():
-            found = index.match(type_name, message, version, paths)
-            if found is not None:
-                return found
+            return index.match(type_name, message, version, paths)
+        return None
     return index.match(event.type_name, event.message, version, paths) if event.message else None
 
 
