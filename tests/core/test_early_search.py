@@ -192,9 +192,7 @@ def test_a_search_nobody_takes_is_stopped_and_reaped(setting, capsys) -> None:
     datacache.forget()
     assert early.start(["check", str(log)])
     processes = [*early._search.processes, *early._utf8_search.processes]
-    # (two literal groups, the scan's and the stats', and the UTF-8 search: the run-start
-    # markers are a part of the scan's literals, their lines picked out of its lines)
-    assert len(processes) == 3
+    assert len(processes) == 4  # (three literal groups and the UTF-8 search)
     pids, outputs = [process.pid for process in processes], [process.output for process in processes]
     early.discard()
     for pid in pids:

@@ -48,14 +48,3 @@ def test_the_automaton_and_python_find_the_same_lines_with_the_fewest_literals()
     if found is None:
         pytest.skip("ahocorasick-rs is not installed")
     assert [start for start, _ in found] == [start for start, _ in prefilter._python_scan(index, literals, 0)]
-
-
-def test_the_run_start_markers_are_picked_out_of_the_scans_lines() -> None:
-    """The analysis's three groups: the run-start markers' lines are a part of the scan's (each
-    marker holds a scan literal), so a large log is searched by two processes, not three."""
-    groups = [
-        sorted(scan.scan_literals(CATALOG)),
-        sorted(stats.LITERALS),
-        sorted(scan.run_start_literals(CATALOG)),
-    ]
-    assert prefilter.covering_groups(groups) == [None, None, 0]

@@ -127,19 +127,12 @@ def candidate_lines_by_group(
     not one per group), each line given to the groups whose literals it holds.
     """
     sets = [sorted(set(group)) for group in groups]
-    covers = covering_groups(sets)
-    # A group another one covers is not searched: its lines are read from the other's.
-    searched = [[] if cover is not None else group for group, cover in zip(sets, covers, strict=True)]
     pending = [meanwhile] if meanwhile is not None else []
-    found = _file_tool_groups(index, searched, begin, pending) or _automaton_groups(
-        index, searched, begin, pending
-    )
+    found = _file_tool_groups(index, sets, begin, pending) or _automaton_groups(index, sets, begin, pending)
     for work in pending:  # (not run yet: no search ran beside it)
         work()
     if found is None:
         found = _split_by_group(index, sets, begin)
-    else:
-        _fill_covered(index, sets, covers, found, begin)
     # (A tool's rows read when iterated are numbered: their checkpoints only are remembered.)
     _number_in_order(index, [rows.checkpoints() if isinstance(rows, ToolRows) else rows for rows in found])
     return found  # type: ignore[return-value]  # (numbered now)
@@ -186,55 +179,6 @@ def _number_in_order(index: LogIndex, found: list[list[tuple[int, int | None]]])
 _SWEEP = 1 << 16
 #: How far the numbering sweep goes past the pages it released last before it releases again.
 _RELEASE_STEP = 1 << 22
-
-
-def covering_groups(sets: Sequence[Sequence[str]]) -> list[int | None]:
-    """For each group of literals, the group whose lines hold all of its lines, when one does
-    (None: it is searched itself): one that is searched, whose literals each of its own holds
-    (a line holding `Traceback (most recent` holds `Traceback`). Such a group's lines are then
-    those of the covering group that hold one of its literals (`_fill_covered`): picked out of
-    a few hundred found lines instead of a pass over the whole text (the scan's run-start
-    markers are a part of its literals: one rg process fewer on every large log)."""
-    covers: list[int | None] = [None] * len(sets)
-    for at, group in enumerate(sets):
-        for other_at, other in enumerate(sets):
-            if other_at == at or not group or not other or covers[other_at] is not None:
-                continue  # (a group covered already covers none: no two cover each other)
-            if all(any(piece in literal for piece in other) for literal in group):
-                covers[at] = other_at
-                break
-    for at, cover in enumerate(covers):  # (covered by a group covered since: by what covers it)
-        while cover is not None and covers[cover] is not None:
-            cover = covers[cover]
-        covers[at] = cover
-    return covers
-
-
-def _fill_covered(
-    index: LogIndex,
-    sets: list[list[str]],
-    covers: list[int | None],
-    found: list[list[tuple[int, int | None]]],
-    begin: int,
-) -> None:
-    """Give each covered group (`covering_groups`) its lines, in place: those of its covering
-    group that hold one of its literals, each line's text read once. Where the covering group's
-    lines were too many to be held (a tool's rows read lazily: the all-ERROR log), the group is
-    searched on its own after all: picking would read every line of the log."""
-    text, line_end = index.text, index.line_end_at
-    for at, cover in enumerate(covers):
-        if cover is None:
-            continue
-        rows = found[cover]
-        if isinstance(rows, ToolRows):
-            found[at] = candidate_lines(index, sets[at], begin)
-            continue
-        needles = [literal.encode("utf-8") for literal in sets[at]] if index.is_bytes else sets[at]
-        found[at] = [
-            row
-            for row in rows
-            if any(needle in text[row[0] : line_end(row[0])] for needle in needles)  # type: ignore[operator]
-        ]
 
 
 def _file_tool_groups(
