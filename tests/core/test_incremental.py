@@ -10,6 +10,9 @@ a `\\r\\n`.
 
 from __future__ import annotations
 
+import random
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -266,3 +269,22 @@ def test_interleaved_logs_grow_as_a_fresh_analysis(
     delicate = delicate_cuts(text)
     picked = [delicate[int(f * len(delicate)) % len(delicate)] for f in fractions] if delicate else []
     grow(text, [int(f * len(text)) for f in fractions] + picked, told=True)
+
+
+@pytest.mark.parametrize(("pair", "seed", "cuts"), [(("110.log", "124.log"), 8, [16884, 17860])])
+def test_interleaved_logs_found_by_hypothesis_grow_as_a_fresh_analysis(
+    pair: tuple[str, str], seed: int, cuts: list[int]
+) -> None:
+    """Cases hypothesis found: a traceback without its header is read from its exception line,
+    after the tracebacks whose headers lie between (here in another order when the log grew);
+    the folds are in line order all the same."""
+    first, second = pair
+    text = interleave(TEXTS[first], random.Random(seed), [TEXTS[second]])
+    assert any(tb.headless for tb in _scan_of(text).tracebacks)
+    grow(text, cuts, told=True)
+
+
+def _scan_of(text: str):
+    analyzer = Analyzer()
+    analyzer.analyze(text, line_table=True)
+    return analyzer._scan

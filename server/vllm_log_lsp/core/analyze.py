@@ -347,8 +347,9 @@ def _analysis(
 
 def _folds(scan: Scan) -> tuple[tuple[int, int], ...]:
     """(first, last) line of each traceback of more than one line, a repeated one's skipped
-    copies included, in line order."""
-    read = ((tb.header_line, tb.last_line) for tb in scan.tracebacks if tb.last_line > tb.header_line)
+    copies included, in line order. (The scan lists a traceback when it reads it: one without its
+    header is read from its exception line, after those whose headers lie between.)"""
+    read = sorted((tb.header_line, tb.last_line) for tb in scan.tracebacks if tb.last_line > tb.header_line)
     if not scan.repeats:
         return tuple(read)
     return tuple(heapq.merge(read, *(run.folds() for run in scan.repeats)))
