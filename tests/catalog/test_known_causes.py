@@ -146,6 +146,52 @@ LOGS = {
     # An engine that vanished at start-up without a word.
     "host-ram-oom-killed-empty": HEAD
     + "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n",
+    # vLLM 0.6's V0 server: Triton's LLVM aborts the engine process (a Pascal GPU), no traceback.
+    "native-abort": "INFO 12-06 14:07:30 api_server.py:585] vLLM API server version 0.6.4.post1\n"
+    + "INFO 12-06 14:09:27 engine.py:267] Added request cmpl-24f0-0.\n"
+    + "Unsupported conversion from f16 to f16\n"
+    + "LLVM ERROR: Unsupported rounding mode for conversion.\n"
+    + "ERROR 12-06 14:09:37 client.py:282] RuntimeError('Engine process (pid 16470) died.')\n"
+    + "CRITICAL 12-06 14:09:39 launcher.py:99] MQLLMEngine is already dead, terminating server process\n",
+    # Waking a model from sleep mode (an RL trainer): vLLM's own allocator is out of memory.
+    "device-oom": "[rank0]: Traceback (most recent call last):\n"
+    + '[rank0]:   File "/x/vllm/device_allocator/cumem.py", line 1, in wake_up\n'
+    + "[rank0]:     create_and_map(handle)\n"
+    + "[rank0]: RuntimeError: CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62\n",
+    # vLLM 0.5's default backend refusing Gemma-2 while profiling (a worker's copy, then the driver's).
+    "softcap-needs-flashinfer": "INFO 11-15 04:18:00 llm_engine.py:176] Initializing an LLM engine (v0.5.3) "
+    "with config: model='/m/gemma-2-27b-it'\n"
+    + "[rank0]: Traceback (most recent call last):\n"
+    + '[rank0]:   File "/x/vllm/attention/backends/flash_attn.py", line 1, in __init__\n'
+    + "[rank0]:     raise ValueError(\n"
+    + "[rank0]: ValueError: Please use Flashinfer backend for models with logits_soft_cap (i.e., Gemma-2). "
+    "Otherwise, the output might be wrong. Set Flashinfer backend by export VLLM_ATTENTION_BACKEND=FLASHINFER.\n",
+    # Ray's node without the device resource (Ascend NPUs are registered by hand).
+    "ray-node-without-device": HEAD
+    + E
+    + "EngineCore failed to start.\n"
+    + E
+    + "Traceback (most recent call last):\n"
+    + E
+    + '  File "/x/vllm/v1/executor/ray_utils.py", line 368, in initialize_ray_cluster\n'
+    + E
+    + "    raise ValueError(\n"
+    + E
+    + "ValueError: Current node has no NPU available. current_node_resource={'CPU': 192.0, 'GPU': 8.0}. "
+    "vLLM engine cannot start without NPU. Make sure you have at least 1 NPU available in a node "
+    "current_node_id='a7' current_ip='10.0.0.1'.\n",
+    # A packed (int4-in-int8) checkpoint cut by a weight loader as if it were not.
+    "checkpoint-shape-mismatch": HEAD
+    + E
+    + "EngineCore failed to start.\n"
+    + E
+    + "Traceback (most recent call last):\n"
+    + E
+    + '  File "/x/vllm/model_executor/layers/linear.py", line 738, in weight_loader\n'
+    + E
+    + "    loaded_weight = loaded_weight.narrow(output_dim, start_idx, shard_size)\n"
+    + E
+    + "RuntimeError: start (0) + length (6144) exceeds dimension size (3072).\n",
 }
 
 
