@@ -309,3 +309,33 @@ def test_a_worker_error_carried_by_engine_core_is_not_named_by_the_wrapper_s_ori
     [finding] = analyze(log).findings
     assert finding.rule_id == "unrecognized"
     assert finding.origin is None or "multiproc_executor" not in finding.origin.summary
+
+
+@pytest.mark.parametrize("heading", ["# ", "## [Issue #2190] ", "### "])
+def test_a_markdown_heading_over_a_pasted_log_is_no_line_of_it(heading: str) -> None:
+    """An issue's write-up titles the log it pastes with the error it shows (`# [Issue]: NCCL WARN
+    Error while attaching to shared memory segment`). The title is a person's, no process's line:
+    the log's own NCCL report is the root, as in the log alone (the title was taken for the first
+    process to report the failure)."""
+    worker = "(Worker pid=13740) ERROR 05-22 10:26:17 [multiproc_executor.py:870] "
+    warn = (
+        "[2026-05-22 10:26:17] d4fde3314201:13740:13740 [7] misc/shmutils.cc:132 NCCL WARN Error while "
+        "attaching to shared memory segment /dev/shm/nccl-Ab (size 0), error: No such file or directory (2)"
+    )
+    pasted = (
+        warn
+        + "\n"
+        + worker
+        + "WorkerProc failed to start.\n"
+        + _traceback(
+            worker,
+            [("/x/vllm/distributed/device_communicators/pynccl.py", "__init__")],
+            "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+        )
+    )
+    log = (
+        f"{heading}[Issue]: NCCL WARN Error while attaching to shared memory segment\n\nThe log:\n\n{pasted}"
+    )
+    [finding] = analyze(log).findings
+    assert finding.line == log.splitlines().index(warn)
+    assert [finding.rule_id] == _causes(pasted)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator, Mapping
 
-from . import repeats
+from . import regexes, repeats
 from .catalog import Catalog, Marker
 from .lines import parse_line
 from .linesets import LineMap, LineRuns
@@ -420,6 +420,8 @@ def _classify_line(
     frame or code whose header the text does not hold, which the scan does not keep (as it does
     not keep those of a traceback read from its header)."""
     message = line.message
+    if not taken and _MARKDOWN_HEADING.match(line.text):
+        return None  # (a person's title over a pasted log, `# [Bug]: RuntimeError: …`: no process's line)
     # (The walks above a line stop at the last run start: another run's lines are not its own.)
     floor = scan.run_start_markers[-1] if scan.run_start_markers else -1
     if not taken and (is_frame_line(message) or _frame_code(index, line, start, floor)):
@@ -554,6 +556,9 @@ def _writer_lines_above(
         if above.message.strip():
             yield above
 
+
+#: A Markdown heading (an issue's write-up around a pasted log): no process prints one.
+_MARKDOWN_HEADING = regexes.compile(r"#{1,6} \S")
 
 #: The most blank lines between a traceback's lines that are passed over (a double-spaced copy).
 _BLANKS_BETWEEN = 2
