@@ -80,10 +80,17 @@ def _may_start_outer(char: str) -> bool:
 
 _OUTER_FIRST = frozenset(">[ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
+#: The time in vLLM's logger header: `MM-DD HH:MM:SS`, a year before it where a date format of
+#: the user's (a logging config, a plugin's) prints one. Its fraction of a second is not part of it.
+#: (`timestamps` and `_VLLM_START` read the header with it; `merge` takes it apart by fields.)
+VLLM_HEADER_DATE = r"(?:\d{4}-)?\d\d-\d\d[ ]\d\d:\d\d:\d\d"
+
 _VLLM_HEADER = regexes.compile(
     r"""
     (?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)[ ]
-    (?P<date>(?:\d{4}-)?\d\d-\d\d[ ]\d\d:\d\d:\d\d)(?:[.,]\d+)?[ ]  # (a year: a date format of the user's)
+    (?P<date>"""
+    + VLLM_HEADER_DATE
+    + r""")(?:[.,]\d+)?[ ]
     [\[(]?(?P<source>[\w.\-]+(?:/[\w.\-]+)*\.py:\d+)\][ ]?
     """,
     re.VERBOSE,
@@ -469,8 +476,9 @@ def _plausible_compose(clean: str, match: re.Match[str]) -> bool:
 # Where vLLM's own part of a line begins: a process prefix, a logger header, a traceback line.
 _VLLM_START = regexes.compile(
     r"\((?:[A-Za-z_][\w.\-]*(?:[ ]\w+=?\w*)?)[ ]pid=\d+[^)]*\)"
-    r"|\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ ](?:\d{4}-)?\d\d-\d\d[ ]\d\d:"
-    r"|Traceback[ ]\(most[ ]recent[ ]call[ ]last\):"
+    r"|\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ ]"
+    + VLLM_HEADER_DATE
+    + r"|Traceback[ ]\(most[ ]recent[ ]call[ ]last\):"
 )
 # A learned prefix must lead this share of the sampled vLLM lines, and at least this many.
 _LEARN_SHARE = 0.6

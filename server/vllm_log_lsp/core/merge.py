@@ -28,7 +28,8 @@ from .order import newest_first, oldest_first
 from .records import dataclass, field
 from .wraps import unwrap, wrap_width
 
-# vLLM's header time (after the level) and a runtime's full timestamp at the line start.
+# vLLM's header time (after the level; `lines.VLLM_HEADER_DATE`, here by fields) and a runtime's
+# full timestamp at the line start.
 _HEADER_TIME = regexes.compile(
     r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:\d{4}-)?(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d+))? "
 )

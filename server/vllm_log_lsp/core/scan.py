@@ -420,15 +420,16 @@ def _classify_line(
     frame or code whose header the text does not hold, which the scan does not keep (as it does
     not keep those of a traceback read from its header)."""
     message = line.message
-    if not taken and _MARKDOWN_HEADING.match(line.text):
-        return None  # (a person's title over a pasted log, `# [Bug]: RuntimeError: …`: no process's line)
-    # (The walks above a line stop at the last run start: another run's lines are not its own.)
-    floor = scan.run_start_markers[-1] if scan.run_start_markers else -1
-    if not taken and (is_frame_line(message) or _frame_code(index, line, start, floor)):
-        return None
-    if not taken and (headless := _headless_start(index, line, start, floor)) is not None:
-        _read_headless(index, scan, read, parsed, restarts, *headless)
-        taken = True  # (this line is the traceback's exception line now)
+    if not taken:
+        if line.text.startswith("#") and _MARKDOWN_HEADING.match(line.text):
+            return None  # (a person's title over a pasted log, `# [Bug]: RuntimeError: …`: no process's line)
+        # (The walks above a line stop at the last run start: another run's lines are not its own.)
+        floor = scan.run_start_markers[-1] if scan.run_start_markers else -1
+        if is_frame_line(message) or _frame_code(index, line, start, floor):
+            return None
+        if (headless := _headless_start(index, line, start, floor)) is not None:
+            _read_headless(index, scan, read, parsed, restarts, *headless)
+            taken = True  # (this line is the traceback's exception line now)
     if (run_start := restarts.found.get(line.number)) is not None:
         scan.run_starts.append(run_start)
         scan.run_start_markers.append(line.number)

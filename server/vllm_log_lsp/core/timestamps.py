@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from . import regexes
-from .lines import line_stream, parse_line
+from .lines import VLLM_HEADER_DATE, line_stream, parse_line
 from .model import LogLine
 from .text import ESCAPE, LogIndex, strip_ansi
 from .tracebacks import stream_literals
@@ -21,9 +21,12 @@ from .tracebacks import stream_literals
 #: comma), after at most a short prefix (a compose service column, a markdown quote).
 _RUNTIME = regexes.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?")
 _RUNTIME_WITHIN = 48
-#: vLLM's logger header: level, `MM-DD HH:MM:SS` with an optional fraction, then the source.
+#: vLLM's logger header: level, its time (`lines.VLLM_HEADER_DATE`) with an optional fraction, then
+#: the source.
 _VLLM = regexes.compile(
-    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) ((?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?) [\[(]?[\w./-]+\.py:\d+\]"
+    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) ("
+    + VLLM_HEADER_DATE
+    + r"(?:[.,]\d+)?) [\[(]?[\w./-]+\.py:\d+\]"
 )
 _VLLM_WITHIN = 200
 #: How far above a line to look for its writer's last timestamp (a long traceback's height).
