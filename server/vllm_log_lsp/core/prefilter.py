@@ -14,7 +14,9 @@ of preference (`candidate_lines`, one group of literals):
 3. `grep -F`, where neither is there (the bundled VS Code server has no automaton);
 4. `str.find` per literal: small inputs, and everything else.
 The tools end lines at `\n` only: in a log with bare `\r` (progress bars) their lines are split
-into LSP's (`_split_at_bare_crs`). All paths return the same lines (tested).
+into LSP's (`_split_at_bare_crs`). All paths return the same lines (tested), but that rg may
+return a few more: it searches for a part of some literals (`search_forms`: the part its SIMD
+search checks least often), and the lines' readers test each line for their own literal.
 
 The analysis searches with `candidate_lines_by_group`, which runs its other work (the UTF-8
 check) beside the search: there a file on disk goes to rg first, one process per group of
