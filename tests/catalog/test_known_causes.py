@@ -192,6 +192,64 @@ LOGS = {
     + "    loaded_weight = loaded_weight.narrow(output_dim, start_idx, shard_size)\n"
     + E
     + "RuntimeError: start (0) + length (6144) exceeds dimension size (3072).\n",
+    # FlashInfer's sampler JIT-builds its kernel on first use, and finds no CUDA toolkit.
+    "jit-toolchain-missing": HEAD
+    + E
+    + "Traceback (most recent call last):\n"
+    + E
+    + '  File "/x/site-packages/flashinfer/jit/cpp_ext.py", line 61, in get_cuda_path\n'
+    + E
+    + "    raise RuntimeError(\n"
+    + E
+    + "RuntimeError: Could not find nvcc and default cuda_home='/usr/local/cuda' doesn't exist\n",
+    # Triton's kernel, assembled by its own (newer) ptxas, refused by an older driver.
+    "cuda-ptx-toolchain": HEAD
+    + E
+    + "EngineCore failed to start.\n"
+    + E
+    + "Traceback (most recent call last):\n"
+    + E
+    + '  File "/x/site-packages/triton/compiler/compiler.py", line 408, in _init_handles\n'
+    + E
+    + "    self.module, self.function, self.n_regs, self.n_spills = driver.active.utils.load_binary(\n"
+    + E
+    + "RuntimeError: Triton Error [CUDA]: device kernel image is invalid\n",
+    # A plugin's wrapper of a vLLM function, written for another vLLM's signature.
+    "dependency-api-mismatch": HEAD
+    + E
+    + "EngineCore failed to start.\n"
+    + E
+    + "Traceback (most recent call last):\n"
+    + E
+    + '  File "/x/site-packages/some_plugin/adaptor/weight_utils.py", line 94, in postprocess_loading\n'
+    + E
+    + "    func(self)\n"
+    + E
+    + '  File "/x/vllm/model_executor/model_loader/default_loader.py", line 198, in _get_weights_iterator\n'
+    + E
+    + "    weights_iterator = safetensors_weights_iterator(\n"
+    + E
+    + "TypeError: wrapper.<locals>._iterator() missing 1 required positional argument: 'files'\n",
+    # huggingface_hub 1.x (httpx) asked the Hub for a model name that is a local alias.
+    "model-not-found": "Traceback (most recent call last):\n"
+    + '  File "/x/site-packages/huggingface_hub/utils/_http.py", line 1, in hf_raise_for_status\n'
+    + "    response.raise_for_status()\n"
+    + "httpx.HTTPStatusError: Client error '404 Not Found' for url "
+    "'https://huggingface.co/my-local-alias/resolve/main/config.json'\n",
+    # vLLM 0.9.2+ words the profiling check in GiB.
+    "gpu-memory-in-use": HEAD
+    + E
+    + "EngineCore failed to start.\n"
+    + E
+    + "Traceback (most recent call last):\n"
+    + E
+    + '  File "/x/vllm/v1/worker/gpu_worker.py", line 1, in determine_available_memory\n'
+    + E
+    + "    assert self.init_snapshot.free_memory > free_gpu_memory, (\n"
+    + E
+    + "AssertionError: Error in memory profiling. Initial free memory 43.37 GiB, current free memory "
+    "43.94 GiB. This happens when other processes sharing the same container release GPU memory while "
+    "vLLM is profiling during initialization.\n",
 }
 
 
