@@ -250,6 +250,20 @@ LOGS = {
     + "AssertionError: Error in memory profiling. Initial free memory 43.37 GiB, current free memory "
     "43.94 GiB. This happens when other processes sharing the same container release GPU memory while "
     "vLLM is profiling during initialization.\n",
+    # A package imported on a Python older than its type hints (`array.array[int]` needs 3.12).
+    "python-too-old": HEAD
+    + E
+    + "Traceback (most recent call last):\n"
+    + E
+    + '  File "/x/site-packages/vllm/model_executor/warmup/kernel_warmup.py", line 100, in kernel_warmup\n'
+    + E
+    + "    import flashinfer.comm as _flashinfer_comm\n"
+    + E
+    + '  File "/x/site-packages/flashinfer/comm/fd_exchange.py", line 55, in <module>\n'
+    + E
+    + "    def _fd_ancillary(fd: int) -> tuple[tuple[int, int, array.array[int]]]:\n"
+    + E
+    + "TypeError: type 'array.array' is not subscriptable\n",
 }
 
 
@@ -258,3 +272,10 @@ def test_whole_log_classification(name: str) -> None:
     expected = name.removesuffix("-empty")
     findings = analyze(LOGS[name]).findings
     assert [f.rule_id for f in findings] == [expected]
+
+
+def test_a_type_not_subscriptable_outside_an_import_is_no_old_python() -> None:
+    """The same words raised by running code (not a module's body as it is imported) are a
+    program's own bug, not a Python too old for its hints."""
+    log = LOGS["python-too-old"].replace("line 55, in <module>", "line 55, in _fd_ancillary")
+    assert [f.rule_id for f in analyze(log).findings] != ["python-too-old"]

@@ -968,3 +968,34 @@ def test_a_failed_api_whose_name_holds_timeout_is_the_root_before_the_fault_afte
     ]
     [finding] = analyze(_log(lines)).findings
     assert (finding.line, finding.rule_id) == (4, "ascend-runtime-error")
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+@pytest.mark.parametrize("writer", ["(EngineCore_DP0 pid=2) ERROR 09-01 10:00:00 [core.py:1] ", "[rank0]: "])
+def test_an_error_re_raised_by_the_torchscript_interpreter_is_read_from_the_end_of_its_message(
+    prefix: str, writer: str
+) -> None:
+    """torch re-raises a failure inside a scripted or traced module as `The following operation
+    failed in the TorchScript interpreter.`, its message going on with TorchScript's tracebacks
+    and ending with the original error: that error is the root, not the wrapper."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/vllm/v1/worker/model_runner.py", line 10, in execute_model',
+        "    outputs = self.model(*args)",
+        "RuntimeError: The following operation failed in the TorchScript interpreter.",
+        "Traceback of TorchScript, serialized code (most recent call last):",
+        '  File "code/__torch__/trace/spmd.py", line 17, in forward',
+        "    return (nxd_model).forward(_0, )",
+        "            ~~~~~~~~~~~~~~~~~~ <--- HERE",
+        "",
+        "Traceback of TorchScript, original code (most recent call last):",
+        '  File "/x/site-packages/trace/spmd.py", line 237, in forward',
+        "        result = model.forward(flattened_inputs)",
+        "                 ~~~~~~~~~~~~~ <--- HERE",
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 15.00 GiB "
+        "of which 1.00 GiB is free.",
+        "EngineCore encountered a fatal error.",
+    ]
+    [finding] = analyze(_log([writer + line for line in lines], prefix)).findings
+    assert finding.root_text.startswith("RuntimeError: CUDA out of memory.")
+    assert finding.line == 13
