@@ -149,6 +149,13 @@ LOGS = {
     # vLLM 0.6's V0 server: Triton's LLVM aborts the engine process (a Pascal GPU), no traceback.
     "native-abort": "INFO 12-06 14:07:30 api_server.py:585] vLLM API server version 0.6.4.post1\n"
     + "INFO 12-06 14:09:27 engine.py:267] Added request cmpl-24f0-0.\n"
+    + "LLVM ERROR: out of memory\n"
+    + "ERROR 12-06 14:09:37 client.py:282] RuntimeError('Engine process (pid 16470) died.')\n"
+    + "CRITICAL 12-06 14:09:39 launcher.py:99] MQLLMEngine is already dead, terminating server process\n",
+    # Triton, compiling a kernel's float conversion on a GPU it has no instruction for (a GTX 1080,
+    # a T4): the abort is Triton's, after it names the conversion.
+    "triton-compile-error": "INFO 12-06 14:07:30 api_server.py:585] vLLM API server version 0.6.4.post1\n"
+    + "INFO 12-06 14:09:27 engine.py:267] Added request cmpl-24f0-0.\n"
     + "Unsupported conversion from f16 to f16\n"
     + "LLVM ERROR: Unsupported rounding mode for conversion.\n"
     + "ERROR 12-06 14:09:37 client.py:282] RuntimeError('Engine process (pid 16470) died.')\n"
@@ -264,6 +271,21 @@ LOGS = {
     + "    def _fd_ancillary(fd: int) -> tuple[tuple[int, int, array.array[int]]]:\n"
     + E
     + "TypeError: type 'array.array' is not subscriptable\n",
+    # vLLM merges a request's image embeddings with `masked_scatter_`: too few for the placeholders
+    # fail torch's kernel check, then the worker's next CUDA call.
+    "multimodal-placeholder-mismatch": HEAD
+    + "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:402: masked_scatter_size_check: block: [0,0,0], "
+    "thread: [0,0,0] Assertion `totalElements <= srcSize` failed.\n"
+    + E
+    + "EngineCore encountered a fatal error.\n"
+    + E
+    + "Traceback (most recent call last):\n"
+    + E
+    + '  File "/x/vllm/model_executor/models/utils.py", line 1, in _merge_multimodal_embeddings\n'
+    + E
+    + "    inputs_embeds.masked_scatter_(is_multimodal.unsqueeze(-1), mm_embeds_flat)\n"
+    + E
+    + "torch.AcceleratorError: CUDA error: device-side assert triggered\n",
 }
 
 

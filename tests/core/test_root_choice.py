@@ -999,3 +999,40 @@ def test_an_error_re_raised_by_the_torchscript_interpreter_is_read_from_the_end_
     [finding] = analyze(_log([writer + line for line in lines], prefix)).findings
     assert finding.root_text.startswith("RuntimeError: CUDA out of memory.")
     assert finding.line == 13
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+@pytest.mark.parametrize("ending", ENDINGS)
+@pytest.mark.parametrize(
+    ("inner", "rules"),
+    [
+        (
+            "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "15.00 GiB of which 1.00 GiB is free.",
+            {"device-oom", "oom-profiling", "oom-cuda-graph-capture"},
+        ),
+        ("AssertionError: expected size 4 but got 8", {"torch-compile-failure"}),
+    ],
+)
+def test_the_backends_own_error_under_backend_compiler_failed_is_its_message(
+    prefix: str, ending: str, inner: str, rules: set[str]
+) -> None:
+    """torch.compile's `BackendCompilerFailed: backend='…' raised:` goes on with the backend's
+    exception on the next line: read as its message, a known cause in it names the death, and
+    torch.compile's failure is the answer otherwise."""
+    core = "(EngineCore_DP0 pid=2) ERROR 09-01 10:00:00 [core.py:1] "
+    lines = [
+        core + "EngineCore failed to start.",
+        core + "Traceback (most recent call last):",
+        core + '  File "/x/torch/_dynamo/output_graph.py", line 1446, in _call_user_compiler',
+        core + "    raise BackendCompilerFailed(self.compiler_fn, e) from e",
+        core + "torch._dynamo.exc.BackendCompilerFailed: backend='<vllm.compilation.backends.VllmBackend "
+        "object at 0x7f>' raised:",
+        core + inner,
+        core,
+        core + 'Set TORCH_LOGS="+dynamo" and TORCHDYNAMO_VERBOSE=1 for more information',
+    ]
+    [finding] = analyze(_log(lines, prefix, ending)).findings
+    assert finding.rule_id in rules
+    assert finding.line == 4
+    assert inner in finding.root_text

@@ -715,8 +715,19 @@ class _ChainReader:
             indented = message[:1].isspace()
             # pydantic prints a field's location unindented (`max_model_len`) above its reason.
             location = self.current["message"] and _FIELD_LOCATION.match(stripped) is not None
+            # torch.compile's `BackendCompilerFailed: backend='…' raised:` goes on with the backend's
+            # own exception, `Type: message`, on the next line: that line is its message.
+            announced = (
+                len(self.current["message"]) == 1
+                and not self.current["lines"]
+                and number == self.current["line"].number + 1
+                and self.current["message"][0].endswith(" raised:")
+            )
             continues = (
-                indented or location or (not self.current["message"] and not looks_like_exception(message))
+                indented
+                or location
+                or announced
+                or (not self.current["message"] and not looks_like_exception(message))
             )
             # A line with a logger level of its own (uvicorn's `INFO:`) is another writer's, even
             # when a raw traceback shares its stream; a first continuation follows right below.
