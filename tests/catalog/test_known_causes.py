@@ -286,6 +286,38 @@ LOGS = {
     + "    inputs_embeds.masked_scatter_(is_multimodal.unsqueeze(-1), mm_embeds_flat)\n"
     + E
     + "torch.AcceleratorError: CUDA error: device-side assert triggered\n",
+    # The model's download into a home directory with a quota (huggingface_hub's xet downloader).
+    "disk-full": HEAD
+    + E
+    + "EngineCore failed to start.\n"
+    + E
+    + "Traceback (most recent call last):\n"
+    + E
+    + '  File "/x/site-packages/huggingface_hub/file_download.py", line 563, in xet_get\n'
+    + E
+    + "    with session.new_file_download_group(\n"
+    + E
+    + "RuntimeError: Task error: File reconstruction error: IO Error: Disk quota exceeded (os error 122)\n",
+    # FlashInfer's own check of a kernel's configuration (`FLASHINFER_ERROR`).
+    "flashinfer-kernel-error": HEAD
+    + E
+    + "EngineCore encountered a fatal error.\n"
+    + E
+    + "Traceback (most recent call last):\n"
+    + E
+    + '  File "/x/site-packages/flashinfer/prefill.py", line 720, in paged_run\n'
+    + E
+    + "    paged_run_func(\n"
+    + E
+    + "RuntimeError: Error in function 'BatchPrefillWithPagedKVCacheDispatched' at "
+    "/x/include/flashinfer/attention/prefill.cuh:3201: Unsupported max_mma_kv: 0\n",
+    # Stopped while starting: Ray's failure-signal handler dumps the stack for SIGTERM too.
+    "stopped-during-startup": "INFO 05-26 18:53:37 [api_server.py:1043] vLLM API server version 0.8.5.post1\n"
+    + "INFO 05-26 18:53:50 [llm_engine.py:240] Initializing a V0 LLM engine (v0.8.5.post1) with config: "
+    "model='m'\n"
+    + "*** SIGTERM received at time=1748300290 on cpu 8 ***\n"
+    + "PC: @     0x7a30bba98d71  (unknown)  (unknown)\n"
+    + "    @     0x7a30bba9bc8e        224  pthread_cond_timedwait\n",
 }
 
 
