@@ -1036,3 +1036,32 @@ def test_the_backends_own_error_under_backend_compiler_failed_is_its_message(
     assert finding.rule_id in rules
     assert finding.line == 4
     assert inner in finding.root_text
+
+
+@pytest.mark.parametrize(
+    "cancel",
+    [
+        "slurmstepd: error: *** JOB 6753 ON gpuh04 CANCELLED AT 2026-01-07T10:29:37 DUE TO TIME LIMIT ***",
+        "slurmstepd: error: *** STEP 954640.28 ON node-021 CANCELLED AT 2026-07-16T19:29:42 ***",
+        "slurmstepd: error: *** JOB 12 ON n1 CANCELLED AT 2026-01-07T10:29:37 DUE TO PREEMPTION ***",
+    ],
+)
+def test_slurm_cancelling_the_job_is_a_stop_not_a_rejected_command_line(cancel: str) -> None:
+    """SLURM's daemon says `slurmstepd: error: *** JOB … CANCELLED …` when the job's time limit,
+    a preemption or `scancel` ends it: a stop from outside (a death only before the server served),
+    not argparse's `prog: error: …`."""
+    [finding] = analyze(_log([*STARTUP, cancel])).findings
+    assert finding.rule_id == "stopped-while-loading-weights"  # (the start-up's last step: loading)
+    served = [
+        *STARTUP,
+        "(APIServer pid=1) INFO 09-01 10:01:00 [launcher.py:1] Application startup complete.",
+        '(APIServer pid=1) INFO:     10.0.0.2:5100 - "POST /v1/completions HTTP/1.1" 200 OK',
+        cancel,
+    ]
+    assert _roots(_log(served)) == []
+
+
+def test_an_argparse_error_is_still_a_rejected_command_line() -> None:
+    lines = ["api_server.py: error: unrecognized arguments: --enable-metrics"]
+    [finding] = analyze(_log(lines)).findings
+    assert finding.rule_id == "cli-unrecognized-arguments"
