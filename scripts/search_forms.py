@@ -80,14 +80,15 @@ def search_form(literal: str, reference: bytes) -> str:
 
 
 def forms() -> dict[str, str]:
-    """Each scan literal whose search form differs from it, with its form (sorted)."""
+    """Each scan literal rg searches whose search form differs from it, with its form (sorted)."""
     from vllm_log_lsp.core.catalog import builtin_catalog
+    from vllm_log_lsp.core.early import fewest_literals
     from vllm_log_lsp.core.scan import scan_literals
 
     reference = reference_text()
-    chosen = {
-        literal: search_form(literal, reference) for literal in sorted(scan_literals(builtin_catalog()))
-    }
+    # (Only the literals rg is handed: one holding another is left out before its form is looked up.)
+    searched = sorted(fewest_literals(sorted(scan_literals(builtin_catalog()))))
+    chosen = {literal: search_form(literal, reference) for literal in searched}
     return {literal: form for literal, form in chosen.items() if form != literal}
 
 

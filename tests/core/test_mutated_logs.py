@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import random
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.test_incremental import TEXTS, assert_same, fresh, grow
 from mutations import mutate
-from vllm_log_lsp.core import prefilter
 from vllm_log_lsp.core.analyze import analyze
 
 NAMES = sorted(TEXTS)
@@ -60,13 +58,6 @@ def test_a_mutated_log_reads_alike_as_text_and_as_bytes(name: str, rng: random.R
         analyze(data)  # (a lone surrogate is not UTF-8: the bytes are read with a warning)
         return
     assert _deaths(analyze(data)) == _deaths(fresh(text))
-
-
-@pytest.fixture
-def tools_always(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The search tools used on any file, however small."""
-    monkeypatch.setattr(prefilter, "TOOL_THRESHOLD", 0)
-    monkeypatch.setattr(prefilter, "AUTOMATON_THRESHOLD", 0)
 
 
 @settings(

@@ -89,13 +89,6 @@ def _decoys() -> list[str]:
     ]
 
 
-@pytest.fixture
-def tools_always(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The search tools used on any file, however small."""
-    monkeypatch.setattr(prefilter, "TOOL_THRESHOLD", 0)
-    monkeypatch.setattr(prefilter, "AUTOMATON_THRESHOLD", 0)
-
-
 @pytest.mark.parametrize("label", crash_labels()[:8], ids=lambda label: label["file"])
 def test_a_log_with_decoys_reads_alike_found_by_rg(tools_always, tmp_path, label: dict) -> None:
     tool("rg")
