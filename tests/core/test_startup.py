@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from support import CRASH as CRASH_LOGS
 from support import FORMATS
 
 CRASH = FORMATS / "tp2-worker-oom.log"
@@ -44,6 +45,8 @@ NEVER_FOR_CHECK = (
     "shutil",  # (argparse's formatter asks it the terminal's width)
     "threading",  # locks are `_thread`'s; a progress line (drawn on a terminal) brings it
 )
+# Brought by what a log holds: a stats line's date, a non-ASCII row whose width is measured.
+NOT_FOR_A_START_UP_CRASH = ("datetime", "unicodedata")
 
 
 def _imported(*arguments: str, cache: Path) -> tuple[set[str], str]:
@@ -66,6 +69,19 @@ def test_check_of_one_log_imports_only_what_it_uses(tmp_path: Path) -> None:
     assert json.loads(out)["files"][0]["incidents"][0]["root_cause"]["cause"] == "oom-serving"
     assert [name for name in NEVER_FOR_CHECK if _loaded(modules, name)] == []
     assert "vllm_log_lsp.core.analyze" in modules  # (the probe saw the check's own modules)
+
+
+def test_a_start_up_crash_leaves_out_what_only_serving_logs_need(tmp_path: Path) -> None:
+    """A crash before serving has no stats lines (an ASCII one no wide characters): their
+    modules stay unimported; a serving log's check brings them."""
+    startup, serving = CRASH_LOGS / "030.log", CRASH
+    assert "throughput" not in startup.read_text() and startup.read_text().isascii()
+    _imported("check", "--format", "json", str(startup), cache=tmp_path / "cache")  # (fills the cache)
+    modules, out = _imported("check", "--format", "json", str(startup), cache=tmp_path / "cache")
+    assert json.loads(out)["files"][0]["incidents"]
+    assert [name for name in NOT_FOR_A_START_UP_CRASH if _loaded(modules, name)] == []
+    modules, _ = _imported("check", "--format", "json", str(serving), cache=tmp_path / "cache")
+    assert "datetime" in modules
 
 
 @pytest.mark.parametrize(

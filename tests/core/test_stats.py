@@ -235,3 +235,17 @@ def test_committed_pressure_fixtures_match_their_generator() -> None:
         Path(__file__).parents[1] / "editors" / "fixtures" / "vscode-workspace" / "kv-pressure-vllm.log"
     )
     assert workspace.read_text(encoding="utf-8") == v1_pressure_log()  # the VS Code e2e's copy
+
+
+def test_days_are_counted_from_the_first_day_of_the_year_without_one() -> None:
+    """The clock's day numbers start at 1 January of the year a stamp without one is given
+    (a constant, so that `datetime` is imported only when a date is read)."""
+    from datetime import date
+
+    from vllm_log_lsp.core import stats
+
+    assert date(stats._NO_YEAR, 1, 1).toordinal() == stats._BASE_DAY
+    clock = stats._Clock()
+    assert clock._day(stats._NO_YEAR, 1, 1) == 0
+    assert clock._day(stats._NO_YEAR, 3, 1) == 31 + 29  # (2000 is a leap year)
+    assert clock._day(stats._NO_YEAR, 2, 30) is None

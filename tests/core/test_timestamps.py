@@ -10,6 +10,7 @@ blocks short enough that a line spans several."""
 from __future__ import annotations
 
 import mmap
+import re
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,11 @@ def test_every_line_above_every_other_gives_the_plain_walks_time(above: str) -> 
         assert Timestamps(index).at(1) == plain_timestamp(index, 1), below
 
 
+# Patterns a walk looks for: the pre-test of a time (matches overlap, and cross blocks of 7
+# bytes), and one whose matches run into each other.
+_PATTERNS = [timestamps._MAY_HOLD_TIME, re.compile(r"[0-9]+:?")]
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     lines=st.lists(st.tuples(st.sampled_from(PIECES), st.integers(0, 2)), min_size=1, max_size=40),
@@ -161,7 +167,9 @@ def test_every_line_above_every_other_gives_the_plain_walks_time(above: str) -> 
     block=st.sampled_from([1, 7, 64, 1 << 13]),
     limit=st.integers(0, 45),
     needles=st.lists(
-        st.sampled_from(["pid=1", "APIServer pid=1", ":", "\x1b", "svc-1", "é", "x"]), min_size=1, max_size=3
+        st.sampled_from(["pid=1", "APIServer pid=1", ":", "\x1b", "svc-1", "é", "x", *_PATTERNS]),
+        min_size=1,
+        max_size=3,
     ),
     data_=st.data(),
 )
@@ -170,7 +178,7 @@ def test_lines_holding_a_needle_are_those_of_the_walk(
     breaks: str,
     block: int,
     limit: int,
-    needles: list[str],
+    needles: list[str | re.Pattern[str]],
     data_: st.DataObject,
     tmp_path: Path,
 ) -> None:
@@ -185,7 +193,9 @@ def test_lines_holding_a_needle_are_those_of_the_walk(
             line = data_.draw(st.integers(0, index.line_count - 1))
             start = index.line_start(line)
             walk = [
-                (n, t) for n, t in index.iter_lines_back(start, line, limit) if any(x in t for x in needles)
+                (n, t)
+                for n, t in index.iter_lines_back(start, line, limit)
+                if any(x in t if isinstance(x, str) else x.search(t) for x in needles)
             ]
             found = list(Timestamps(index)._lines_back_holding(start, line, limit, tuple(needles)))
             assert found == walk

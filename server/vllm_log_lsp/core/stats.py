@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from datetime import date
 
 from . import regexes
 from .lines import parse_line
@@ -367,7 +366,9 @@ def _part_spans(tail: str) -> dict[str, tuple[int, int]]:
 _MEMO_MAX = 4096
 # The fields of a `_STAMP` match, in the order `_Clock.read` reads them.
 _STAMP_FIELDS = ("year", "month", "day", "hour", "minute", "second", "fraction")
-_BASE_DAY = date(_NO_YEAR, 1, 1).toordinal()
+#: `date(_NO_YEAR, 1, 1).toordinal()` (checked by the tests; `datetime` is imported on the
+#: first date read: a short check of a log without stats lines spares its import).
+_BASE_DAY = 730120
 
 
 class _Clock:
@@ -431,6 +432,8 @@ class _Clock:
         """Days from 2000-01-01 to this date, or None when there is no such date."""
         key = (year, month, day)
         if key not in self._days:
+            from datetime import date
+
             try:
                 self._days[key] = date(year, month, day).toordinal() - _BASE_DAY
             except ValueError:

@@ -9,7 +9,10 @@ a root cause is that of the nearest line above it written by the same process.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from functools import partial
 
 from . import regexes
 from .lines import VLLM_HEADER_DATE, line_stream, parse_line
@@ -104,8 +107,12 @@ class Timestamps:
         pieces = stream_literals(first)
         lowest = line - LOOK_BACK_LINES
         # A line can answer only if it holds the writer's rarest piece (or a colour code that
-        # may split it) and a `:` (every time of day holds one): only those lines are read.
-        needles = (pieces[0] if pieces else ":", *((ESCAPE,) if self.index.has_escape else ()))
+        # may split it); a writer with none (lines without a prefix) answers only on a line
+        # that may hold a time (`_MAY_HOLD_TIME`, searched for in C over each block: most lines
+        # above hold a `:`, and reading each would cost a Python step). Only those are read.
+        needles: tuple[Needle, ...] = (
+            (pieces[0], *((ESCAPE,) if self.index.has_escape else ())) if pieces else (_MAY_HOLD_TIME,)
+        )
         for number, text in self._lines_back_holding(start, line, LOOK_BACK_LINES, needles):
             if (number, stream) in self._nearest:
                 # Looked up before: nothing of the writer's lies between, and the window above
@@ -132,16 +139,17 @@ class Timestamps:
         return None
 
     def _lines_back_holding(
-        self, start: int, line: int, limit: int, needles: tuple[str, ...]
+        self, start: int, line: int, limit: int, needles: tuple[Needle, ...]
     ) -> Iterator[tuple[int, str]]:
         """What `LogIndex.iter_lines_back(start, line, limit)` yields, less the lines that hold
-        none of `needles`: the text above is decoded a block at a time and searched backwards
-        for the needles at C speed, each hit's line numbered by counting the breaks passed. A
-        text with a bare `\r` (which breaks lines too) is walked."""
+        none of `needles` (texts, or patterns that match within a line): the text above is
+        decoded a block at a time and searched backwards for the needles at C speed (a pattern:
+        forwards over the block, once), each hit's line numbered by counting the breaks passed.
+        A text with a bare `\r` (which breaks lines too) is walked."""
         index = self.index
         if index.has_cr:
             for number, text in index.iter_lines_back(start, line, limit):
-                if any(needle in text for needle in needles):
+                if any(_holds(text, needle) for needle in needles):
                     yield number, text
             return
         lowest = line - limit  # the first line of the window
@@ -149,11 +157,12 @@ class Timestamps:
         while end >= 0 and line > lowest:
             lo = index.line_start_at(max(0, end - _BLOCK))  # (whole lines, at least one)
             chunk = index.slice(lo, end)
+            last_before = [_last_before(chunk, needle) for needle in needles]
             # Backwards through `chunk`: `tail` ends the part not searched yet, and `after` is
             # the number of the line that follows it.
             tail, after = len(chunk), line
             while tail >= 0:
-                hit = max(chunk.rfind(needle, 0, tail) for needle in needles)
+                hit = max(last(tail) for last in last_before)
                 if hit < 0:
                     break
                 line_end = chunk.find("\n", hit, tail)
@@ -167,6 +176,33 @@ class Timestamps:
                 tail = line_start - 1  # (the break before it; -1: the chunk's first line)
             line -= chunk.count("\n") + 1
             end = lo - 1
+
+
+#: What `_lines_back_holding` looks for: a text, or a pattern whose matches hold no line break.
+Needle = str | re.Pattern[str]
+
+
+def _holds(text: str, needle: Needle) -> bool:
+    return needle in text if isinstance(needle, str) else needle.search(text) is not None
+
+
+def _last_before(chunk: str, needle: Needle) -> Callable[[int], int]:
+    """What finds where the last occurrence of `needle` in `chunk` that ends by an offset
+    starts (-1: none), as `chunk.rfind(needle, 0, offset)` does for a text. A pattern's
+    matches are found once, forwards (no engine here searches backwards); those it passes over
+    inside an earlier match lie on that match's line, so the lines that hold one are the same."""
+    if isinstance(needle, str):
+        return partial(chunk.rfind, needle, 0)
+    starts, ends = [], []
+    for found in needle.finditer(chunk):
+        starts.append(found.start())
+        ends.append(found.end())
+
+    def last(offset: int) -> int:
+        at = bisect_right(ends, offset) - 1
+        return starts[at] if at >= 0 else -1
+
+    return last
 
 
 #: How much text `_lines_back_holding` decodes at a time (to the start of the line it cuts).

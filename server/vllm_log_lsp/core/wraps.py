@@ -31,7 +31,6 @@ fell inside a longer run of spaces (a traceback's indentation) is not joined.
 from __future__ import annotations
 
 import bisect
-import unicodedata
 from array import array
 from collections import Counter
 
@@ -90,6 +89,8 @@ def display_width(row: str) -> int:
     """The terminal columns `row` takes: two for a wide character, none for a combining mark."""
     if row.isascii():
         return len(row)
+    import unicodedata  # (here: a log's rows are mostly ASCII, and a short check spares its import)
+
     width = len(row)
     for char in _MAYBE_NOT_ONE.findall(row):  # (most non-ASCII characters of a log take one)
         if unicodedata.combining(char):
