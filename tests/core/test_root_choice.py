@@ -1065,3 +1065,71 @@ def test_an_argparse_error_is_still_a_rejected_command_line() -> None:
     lines = ["api_server.py: error: unrecognized arguments: --enable-metrics"]
     [finding] = analyze(_log(lines)).findings
     assert finding.rule_id == "cli-unrecognized-arguments"
+
+
+# A worker told to stop (its executor's signal handler raised, or Ctrl-C reached it) prints a
+# chain whose original exception is the stop; the links after it follow from the stop.
+_STOPPED_WORKER = [
+    "{w} Traceback (most recent call last):",
+    '{w}   File "/x/vllm/distributed/device_communicators/shm_broadcast.py", line 400, in acquire_read',
+    "{w}     time.sleep(0.001)",
+    '{w}   File "/x/vllm/v1/executor/multiproc_executor.py", line 380, in signal_handler',
+    "{w}     raise SystemExit()",
+    "{w} {stop}",
+    "{w} ",
+    "{w} During handling of the above exception, another exception occurred:",
+    "{w} ",
+    "{w} Traceback (most recent call last):",
+    '{w}   File "/x/vllm/v1/executor/multiproc_executor.py", line 522, in worker_busy_loop',
+    "{w}     output = func(*args, **kwargs)",
+    "{w} RuntimeError: cancelled",
+]
+_FAILED_WORKER = [
+    "{w} Traceback (most recent call last):",
+    '{w}   File "/x/vllm/v1/worker/gpu_model_runner.py", line 1290, in execute_model',
+    "{w}     valid_sampled_token_ids = sampled_token_ids.tolist()",
+    "{w} {error}",
+]
+_ENGINE_DEAD = [
+    "ERROR 05-02 10:05:02 [core.py:517] EngineCore encountered a fatal error.",
+    "ERROR 05-02 10:05:02 [async_llm.py:420] AsyncLLM output_handler failed.",
+    "ERROR 05-02 10:05:02 [async_llm.py:420] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered "
+    "an issue. See stack trace (above) for the root cause.",
+]
+_SERVING = ["INFO 05-02 10:00:00 [api_server.py:1] vLLM API server version 0.9.1"]
+
+
+def _worker(lines: list[str], rank: int, **fields: str) -> list[str]:
+    writer = f"(VllmWorker rank={rank} pid={2200 + rank}) ERROR 05-02 10:05:00 [multiproc_executor.py:527]"
+    header = f"{writer} WorkerProc hit an exception."
+    return [header, *(line.format(w=writer, **fields) for line in lines)]
+
+
+@pytest.mark.parametrize("stop", ["SystemExit", "SystemExit: 15", "KeyboardInterrupt"])
+@pytest.mark.parametrize(
+    "error",
+    [
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    ],
+)
+@pytest.mark.parametrize("stopped_first", [True, False])
+def test_another_processs_error_wins_over_a_chain_that_began_with_a_stop(
+    stop: str, error: str, stopped_first: bool
+) -> None:
+    """Each process writes its own traceback: the worker told to stop may print before the one
+    whose error stopped it. Its chain (the stop, then what the stop broke) ranks as the stop."""
+    stopped = _worker(_STOPPED_WORKER, 0, stop=stop)
+    failed = _worker(_FAILED_WORKER, 1, error=error)
+    middle = stopped + failed if stopped_first else failed + stopped
+    assert _roots(_log(_SERVING + middle + _ENGINE_DEAD)) == [error]
+
+
+@pytest.mark.parametrize("stop", ["SystemExit", "KeyboardInterrupt"])
+def test_a_chain_that_began_with_a_stop_is_the_stop_when_nothing_else_failed(stop: str) -> None:
+    """With no other error, the stop is the root (its first link, not what the stop broke), and
+    the choice says the process was told to stop."""
+    text = _log(_SERVING + _worker(_STOPPED_WORKER, 0, stop=stop) + _ENGINE_DEAD)
+    (finding,) = analyze(text).findings
+    assert finding.root_text == stop
+    assert "told to stop" in finding.why

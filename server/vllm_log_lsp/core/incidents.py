@@ -560,6 +560,8 @@ def _group(catalog: Catalog, cand: Candidate, after: bool) -> int:
     the reporting process survived (5)."""
     if _last_resort(catalog, cand):
         return 5
+    if cand.tier == 0 and _stopped(catalog, cand):
+        return 4
     if cand.tier == 0:
         return 1 if after else 0
     if cand.tier == 1:
@@ -624,6 +626,19 @@ _GROUP_WHY = {
 }
 
 
+def _stopped(catalog: Catalog, cand: Candidate) -> bool:
+    """Whether `cand` belongs to a traceback whose original exception is a stop (a signal
+    marker's: `KeyboardInterrupt`, the `SystemExit` a signal handler raises): the process was
+    told to stop, and each later link of its chain (`RuntimeError: cancelled`) followed from
+    that. Another process's error told them to stop as often as a person did, and its traceback
+    may be printed after theirs (each process writes its own)."""
+    tb = cand.traceback
+    if tb is None or not tb.chain:
+        return False
+    original = tb.chain[0].text
+    return any(m.literal in original and m.pattern.search(original) for m in catalog.markers_of("signal"))
+
+
 def _last_resort(catalog: Catalog, cand: Candidate) -> bool:
     preamble = cand.traceback.preamble if cand.traceback is not None else ""
     return bool(preamble) and any(
@@ -649,7 +664,7 @@ def _is_waiting(cand: Candidate) -> bool:
 def _why(chosen: Candidate, group: int, first_death: int, healthy: int) -> str:
     event = chosen.event
     who = f" by {event.process}" if event.process else ""
-    if chosen.tier == 2:
+    if chosen.tier == 2 or group == 4:
         return f"the process was told to stop{who} and nothing else explains the death"
     if group == 5:
         return f"nothing else explains the death: this consequence{who} shows how it looked from outside"
