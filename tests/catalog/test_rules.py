@@ -171,3 +171,19 @@ def test_patterns_compile_under_the_stdlib_engine() -> None:
             except re.error as err:
                 bad.append(f"{kind} {marker.id}: {err}")
     assert not bad, bad
+
+
+@pytest.mark.parametrize(
+    ("frames", "phase", "expected"),
+    [
+        (["/x/torch/cuda/graphs.py:capture_end"], "", "cudagraph-capture-not-permitted"),
+        ([], "cuda_graph_capture", "cudagraph-capture-not-permitted"),
+        (["/x/vllm/v1/worker/gpu_model_runner.py:execute_model"], "serving", "cuda-error"),
+    ],
+)
+def test_operation_not_permitted_is_a_capture_failure_only_where_capture_ran(frames, phase, expected) -> None:
+    """`cudaErrorNotPermitted` at the end of a graph capture is the capture's failure; the same
+    words elsewhere are a plain CUDA error."""
+    text = "torch.AcceleratorError: CUDA error: operation not permitted"
+    found, _ = classify(CATALOG, text, [text], frames, [], phase)
+    assert found is not None and found.id == expected
