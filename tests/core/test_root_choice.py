@@ -1133,3 +1133,171 @@ def test_a_chain_that_began_with_a_stop_is_the_stop_when_nothing_else_failed(sto
     (finding,) = analyze(text).findings
     assert finding.root_text == stop
     assert "told to stop" in finding.why
+
+
+# A chain whose original exception is a library's bare error, and a later link (raised from it,
+# or while handling it) that says what went wrong in words a rule knows.
+_LINKED_CHAIN = [
+    "Traceback (most recent call last):",
+    '  File "/x/site-packages/{library}", line 403, in {function}',
+    "    raise {short}",
+    "{original}",
+    "",
+    "The above exception was the direct cause of the following exception:",
+    "",
+    "Traceback (most recent call last):",
+    '  File "/x/site-packages/transformers/utils/hub.py", line 479, in cached_files',
+    "    hf_hub_download(",
+    "{worded}",
+    "",
+    "{between}",
+    "",
+    "Traceback (most recent call last):",
+    '  File "/x/bin/vllm", line 8, in <module>',
+    "    sys.exit(main())",
+    '  File "/x/site-packages/vllm/engine/arg_utils.py", line 1499, in create_engine_config',
+    "    config = self.create_model_config()",
+    "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {{}}",
+]
+_LINKED = [
+    (
+        "requests/models.py",
+        "raise_for_status",
+        "requests.exceptions.HTTPError: 403 Client Error: Forbidden for url: https://hf-mirror.com/o/m/resolve/main/config.json",
+        "huggingface_hub.errors.GatedRepoError: 403 Client Error. (Request ID: Root=1-6a07)",
+        "hf-gated-repo",
+    ),
+    (
+        "httpcore/_exceptions.py",
+        "map_exceptions",
+        "httpcore.ConnectError: [Errno 111] Connection refused",
+        "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the cached files.",
+        "hf-hub-unreachable",
+    ),
+]
+
+
+@pytest.mark.parametrize(("library", "function", "original", "worded", "cause"), _LINKED)
+@pytest.mark.parametrize(
+    "between",
+    [
+        "During handling of the above exception, another exception occurred:",
+        "The above exception was the direct cause of the following exception:",
+    ],
+)
+@pytest.mark.parametrize("prefix", ["", "(APIServer pid=29052) "])
+def test_a_later_link_that_names_the_cause_stands_for_a_chain_whose_original_names_none(
+    library: str, function: str, original: str, worded: str, cause: str, between: str, prefix: str
+) -> None:
+    """The original says only that a request failed; the link raised from it says why: that
+    link is the root, and the original is listed as considered."""
+    lines = [
+        line.format(
+            library=library,
+            function=function,
+            short=original.split(":")[0],
+            original=original,
+            worded=worded,
+            between=between,
+        )
+        for line in _LINKED_CHAIN
+    ]
+    (finding,) = analyze(_log(lines, prefix)).findings
+    assert (finding.rule_id, finding.root_text) == (cause, worded)
+    assert original in [item.text for item in finding.considered]
+    assert "names no cause" in finding.why
+
+
+def test_an_original_a_rule_knows_stays_the_root_of_its_chain() -> None:
+    """A chain whose original names its cause keeps it, whatever its later links say."""
+    lines = [
+        line.format(
+            library="torch/cuda/memory.py",
+            function="empty_cache",
+            short="torch.OutOfMemoryError",
+            original="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+            worded="OSError: We couldn't connect to 'https://huggingface.co' to load this file.",
+            between="During handling of the above exception, another exception occurred:",
+        )
+        for line in _LINKED_CHAIN
+    ]
+    (finding,) = analyze(_log(lines)).findings
+    assert finding.root_text.startswith("torch.OutOfMemoryError")
+
+
+def test_a_chain_whose_later_links_are_only_wrappers_keeps_its_unknown_original() -> None:
+    """Only a link that names a cause stands in: a wrapper (`Engine core initialization
+    failed`) never does, so an original no rule knows stays the root, told as unknown."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/site-packages/somelib/core.py", line 12, in run',
+        "    raise FrobnicationError('bad frob')",
+        "somelib.FrobnicationError: bad frob",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/x/bin/vllm", line 8, in <module>',
+        "    sys.exit(main())",
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ]
+    (finding,) = analyze(_log(lines)).findings
+    assert (finding.rule_id, finding.root_text) == ("unrecognized", "somelib.FrobnicationError: bad frob")
+
+
+# What a library prints at import when it catches an error and goes on (protobuf under
+# TensorFlow): bare exception lines, no traceback, then the process's ordinary logging.
+_IMPORT_NOISE = [
+    "AttributeError: 'MessageFactory' object has no attribute 'GetPrototype'",
+    "AttributeError: 'MessageFactory' object has no attribute 'GetPrototype'",
+    "/x/site-packages/matplotlib/projections/__init__.py:63: UserWarning: Unable to import Axes3D.",
+    "INFO 06-17 05:17:17 __init__.py:207] Automatically detected platform cuda.",
+]
+_V0_START = [
+    "INFO 06-17 05:17:17 api_server.py:912] vLLM API server version 0.7.3",
+    "INFO 06-17 05:17:17 api_server.py:913] args: Namespace(host=None, port=8080, model='m')",
+]
+_V0_DEATH = [
+    "Traceback (most recent call last):",
+    '  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main',
+    "    return _run_code(code, main_globals, None,",
+    '  File "/x/vllm/model_executor/model_loader/weight_utils.py", line 193, in get_quant_config',
+    "    raise ValueError(",
+    "ValueError: Cannot find the config file for awq",
+]
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_bare_exception_lines_a_process_logged_past_are_neither_root_nor_death(
+    prefix: str, ending: str
+) -> None:
+    """Before the banner (a prologue, not a run that died) and again after it (the engine
+    process importing the same libraries), the bare lines are followed by their writer's
+    ordinary logging: the traceback's exception is the one death's root."""
+    lines = (
+        _IMPORT_NOISE
+        + _V0_START
+        + _IMPORT_NOISE
+        + ["INFO 06-17 05:17:26 config.py:549] Defaulting to 'generate'."]
+    )
+    findings = analyze(_log(lines + _V0_DEATH, prefix, ending)).findings
+    assert [f.root_text for f in findings] == ["ValueError: Cannot find the config file for awq"]
+    (finding,) = findings
+    assert finding.rule_id == "quantization-config-missing"
+
+
+def test_a_bare_exception_line_its_writer_never_logged_past_stays_a_candidate() -> None:
+    """A bare line with no ordinary logging of its writer after it (a traceback torn from its
+    lines by another process's output) is still the earliest error, and the root."""
+    lines = [
+        *_V0_START,
+        "(Worker_TP3 pid=3) AttributeError: 'NoneType' object has no attribute 'shape'",
+        "(Worker_TP1 pid=1) INFO 03-16 00:50:11 [p2p_nccl_engine.py:226] ncclCommInitRank Success",
+        "(Worker_TP3 pid=3) Traceback (most recent call last):",
+        '(Worker_TP3 pid=3)   File "/usr/lib/python3.12/threading.py", line 1075, in _bootstrap_inner',
+        "(Worker_TP3 pid=3)     self.run()",
+        "(Worker_TP3 pid=3) RuntimeError: send failed",
+        "ERROR 03-16 00:50:20 [core.py:1] EngineCore encountered a fatal error.",
+    ]
+    assert _roots(_log(lines))[0] == "AttributeError: 'NoneType' object has no attribute 'shape'"

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import re
 from collections.abc import Callable
@@ -24,16 +25,28 @@ from .health import build_health
 from .incidents import (
     LATE_WINDOW,
     Incident,
+    RootChoice,
     choose_root,
     group_incidents,
     promote_precursor,
     run_lines,
+    stopped,
     symptom_as_root,
     unwrap_candidates,
 )
 from .jsonlog import SNIFF_CHARS, Transcriber, looks_like_json_log
 from .lines import learn_outer_prefix, learned_prefix, parse_line
-from .model import Analysis, ExceptionEvent, Finding, Precursor, RunSegment, Span
+from .model import (
+    Analysis,
+    Considered,
+    ExceptionEvent,
+    Finding,
+    LineWords,
+    Precursor,
+    RunContext,
+    RunSegment,
+    Span,
+)
 from .order import SAMPLE_CHARS as ORDER_SAMPLE_CHARS
 from .order import ReversedLines, newest_first, oldest_first
 from .prefilter import candidate_lines_by_group
@@ -393,6 +406,14 @@ def _diagnose(
     finding = build_finding(
         index, catalog, scan, incident, cand, context, run_offset, root_offset, window, matches
     )
+    said_by_link = None
+    if choice is not None and finding.rule_id == UNRECOGNIZED:
+        said_by_link = _named_by_a_later_link(
+            index, catalog, scan, incident, cand, pools, context, window, matches
+        )
+    if said_by_link is not None:
+        original, (cand, finding) = cand, said_by_link
+        event = cand.event
     telling = _telling_line(index, catalog, event)
     if telling is not None:
         span, words = telling
@@ -402,7 +423,83 @@ def _diagnose(
     if choice is None:
         why = "no exception or fault was printed for this death: its most telling symptom stands in"
         return replace(finding, why=why, confidence="low")
+    if said_by_link is not None:
+        return _told_by_link(finding, choice, original, cand)
     return replace(finding, why=choice.why, considered=choice.considered, confidence=choice.confidence)
+
+
+#: The rule a finding gets when no rule (nor vLLM's source) knows its root cause.
+UNRECOGNIZED = "unrecognized"
+
+
+def _named_by_a_later_link(
+    index: LogIndex,
+    catalog: Catalog,
+    scan: Scan,
+    incident: Incident,
+    cand: Candidate,
+    pools: list[Candidate],
+    context: RunContext,
+    window: tuple[int, int],
+    matches: RuleMatches,
+) -> tuple[Candidate, Finding] | None:
+    """The first later link of `cand`'s exception chain (raised while handling it, or from it)
+    that a rule knows, with its finding, when the chain's root names no cause (`HTTPError: 403
+    Client Error` under `GatedRepoError`, a library's bare error under vLLM's words for it);
+    None when none does. A wrapper (`Engine core initialization failed`) is never one."""
+    tb = cand.traceback
+    if tb is None or len(tb.chain) <= cand.event.chain_index + 1 or stopped(catalog, cand):
+        return None  # (a stop names its cause: what it broke afterwards does not)
+    lo = bisect.bisect_left(pools, cand.event.line, key=lambda c: c.event.line)
+    hi = bisect.bisect_right(pools, tb.last_line, key=lambda c: c.event.line)
+    later = sorted(
+        (
+            c
+            for c in pools[lo:hi]
+            if c.traceback is tb and c.event.chain_index > cand.event.chain_index and c.tier < 9
+        ),
+        key=lambda c: c.event.chain_index,
+    )
+    run_offset = offset_of(index, scan, window[0]) if window[0] else 0
+    for link in later:
+        link_offset = offset_of(index, scan, link.event.line)
+        finding = build_finding(
+            index, catalog, scan, incident, link, context, run_offset, link_offset, window, matches
+        )
+        if finding.rule_id != UNRECOGNIZED:
+            return link, finding
+    return None
+
+
+def _told_by_link(finding: Finding, choice: RootChoice, original: Candidate, link: Candidate) -> Finding:
+    """`finding` (of `link`, a later link of `original`'s chain) saying why the link stands for
+    the chain, with the original among what was considered."""
+    kind = original.event.type_name.rsplit(".", 1)[-1] or "exception"
+    chain = original.traceback.chain if original.traceback is not None else []
+    # (The choice's words describe the original: where it was printed, what came after it.)
+    said = choice.why
+    template = said.template if isinstance(said, LineWords) else said.replace("{", "{{").replace("}", "}}")
+    lines = said.lines if isinstance(said, LineWords) else ()
+    _, _, where = template.partition(", printed")
+    head = (
+        (
+            f"link {link.event.chain_index + 1} of a chain of {len(chain)}, raised from its original"
+            f" exception ({kind}), which names no cause a rule knows"
+        )
+        .replace("{", "{{")
+        .replace("}", "}}")
+    )
+    why = LineWords(head + (f", printed{where}" if where else ""), *lines)
+    considered = [item for item in choice.considered if item.line != link.event.line]
+    considered.append(
+        Considered(original.event.line, original.event.text[:200], "names no cause; a later link does")
+    )
+    return replace(
+        finding,
+        why=why,
+        considered=tuple(sorted(considered, key=lambda c: c.line)),
+        confidence=choice.confidence,
+    )
 
 
 def _telling_line(index: LogIndex, catalog: Catalog, event: ExceptionEvent) -> tuple[Span, str] | None:

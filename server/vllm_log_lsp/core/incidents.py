@@ -168,6 +168,10 @@ def _is_silent_death(
         return not served and not _reached_serving(index, catalog, run_lo, cand_offset)
     if served and _request_error(cand):
         return False
+    if run_end is not None and _bare(cand):
+        # An exception that ends a process comes with its traceback: a bare line followed by
+        # a run's start is one the process printed and survived (a library at import).
+        return False
     until = _offset(index, scan, run_end) if run_end is not None else len(index)
     if Progress(index, catalog, scan, until).after(cand) is not None:
         return False
@@ -549,9 +553,40 @@ def _ruled_out(catalog: Catalog, cand: Candidate, first_death: int, progress: Pr
         return "printed after the death, while the processes were shutting down"
     if not after and cand.tier < 2:
         carried_on = progress.after(cand)
+        if carried_on is None and _bare(cand):
+            carried_on = _logged_on(progress.index, progress.scan, cand, first_death)
         if carried_on is not None:
             return LineWords("its process carried on afterwards (line {0})", carried_on)
     return ""
+
+
+#: How far below a bare exception line its writer's next ordinary log line is looked for.
+_LOGGED_ON_LINES = 200
+
+
+def _logged_on(index: LogIndex, scan: Scan, cand: Candidate, before: int) -> int | None:
+    """The first ordinary log line (INFO or WARNING with a logger's time, not shutdown chatter) of `cand`'s writer within
+    `_LOGGED_ON_LINES` lines below it and before line `before`, or None. Only for a bare
+    exception line: Python prints the traceback of an exception that ends a process, so a bare
+    line after which its writer goes on logging is one it printed and survived (a library
+    reporting an error it caught at import). A traceback's exception needs a lifecycle step
+    (`Progress`): a dying process's other threads may still log."""
+    start = index.line_end_at(_offset(index, scan, cand.event.line))
+    if start >= len(index):
+        return None
+    start = index.next_line_start(start)
+    for number, raw in index.iter_lines_from(start, cand.event.line + 1, _LOGGED_ON_LINES):
+        if number >= before:
+            return None
+        line = parse_line(number, clip_line(raw, MAX_LINE))
+        if (
+            line.level in ("INFO", "WARNING")
+            and line.timestamp is not None  # (a logger's line, not a server's `INFO:     Shutting down`)
+            and line.stream == cand.event.stream
+            and not _TEARDOWN.search(line.message)
+        ):
+            return number
+    return None
 
 
 def _group(catalog: Catalog, cand: Candidate, after: bool) -> int:
@@ -560,7 +595,7 @@ def _group(catalog: Catalog, cand: Candidate, after: bool) -> int:
     the reporting process survived (5)."""
     if _last_resort(catalog, cand):
         return 5
-    if cand.tier == 0 and _stopped(catalog, cand):
+    if cand.tier == 0 and stopped(catalog, cand):
         return 4
     if cand.tier == 0:
         return 1 if after else 0
@@ -597,6 +632,11 @@ def _rank(viable: list[tuple[int, Candidate]]) -> tuple[Candidate, list[tuple[Ca
     return chosen, demoted
 
 
+def _bare(cand: Candidate) -> bool:
+    """Whether `cand` is an exception line printed without a traceback (`standalone_exception`)."""
+    return cand.traceback is None and cand.event.kind == "python"
+
+
 def _in_words(chosen: Candidate, group: list[Candidate]) -> Candidate:
     """A bare exception (`TimeoutError`, no message) re-raised as the same type with a message
     (`TimeoutError: RPC call to execute_model timed out.`): the link that says it in words."""
@@ -626,7 +666,7 @@ _GROUP_WHY = {
 }
 
 
-def _stopped(catalog: Catalog, cand: Candidate) -> bool:
+def stopped(catalog: Catalog, cand: Candidate) -> bool:
     """Whether `cand` belongs to a traceback whose original exception is a stop (a signal
     marker's: `KeyboardInterrupt`, the `SystemExit` a signal handler raises): the process was
     told to stop, and each later link of its chain (`RuntimeError: cancelled`) followed from
