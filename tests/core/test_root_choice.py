@@ -1301,3 +1301,45 @@ def test_a_bare_exception_line_its_writer_never_logged_past_stays_a_candidate() 
         "ERROR 03-16 00:50:20 [core.py:1] EngineCore encountered a fatal error.",
     ]
     assert _roots(_log(lines))[0] == "AttributeError: 'NoneType' object has no attribute 'shape'"
+
+
+_WRITE_UP_LOG = [
+    "```",
+    "INFO 05-02 10:00:00 [api_server.py:1] vLLM API server version 0.9.1",
+    "ERROR 05-02 10:05:00 [core.py:517] EngineCore encountered a fatal error.",
+    "ERROR 05-02 10:05:00 [core.py:517] Traceback (most recent call last):",
+    'ERROR 05-02 10:05:00 [core.py:517]   File "/x/vllm/v1/engine/core.py", line 508, in run_engine_core',
+    "ERROR 05-02 10:05:00 [core.py:517]     engine_core.run_busy_loop()",
+    "ERROR 05-02 10:05:00 [core.py:517] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    "ERROR 05-02 10:05:00 [async_llm.py:420] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered "
+    "an issue. See stack trace (above) for the root cause.",
+    "```",
+]
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "When I send 64 requests the server dies with `EngineDeadError` and clients get 500s.",
+        "Sometimes it is `EngineCore failed to start.` instead, or `Segmentation fault (core dumped)`.",
+        "The worker logs `WorkerProc hit an exception.` and then `KeyboardInterrupt` when I stop it.",
+    ],
+)
+@pytest.mark.parametrize("where", ["above", "below"])
+def test_a_message_quoted_in_a_code_span_of_a_write_up_is_no_death(prose: str, where: str) -> None:
+    """A write-up around a pasted log names the messages it saw between backticks: vLLM never
+    prints them so, and the one death is the pasted log's."""
+    lines = [prose, "", *_WRITE_UP_LOG] if where == "above" else [*_WRITE_UP_LOG, "", prose]
+    assert _roots(_log(lines)) == ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."]
+
+
+def test_a_message_outside_the_code_spans_of_its_line_still_counts() -> None:
+    """Backticks elsewhere on the line (vLLM's own, around a flag) leave the message printed."""
+    line = (
+        "ERROR 05-02 10:05:00 [core.py:1] EngineCore failed to start. Try raising `--gpu-memory-utilization` "
+        "(now `0.9`)."
+    )
+    findings = analyze(
+        _log(["INFO 05-02 10:00:00 [api_server.py:1] vLLM API server version 0.9.1", line])
+    ).findings
+    assert [f.line for f in findings] == [1]  # (the death it reports, standing in for its cause)

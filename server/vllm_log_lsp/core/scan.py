@@ -8,6 +8,7 @@ the traceback be read forward, following one writer, and its lines are then skip
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterator, Mapping
 
 from . import regexes, repeats
@@ -393,15 +394,29 @@ class _MarkersByMessage:
 
     def _symptom(self, message: str) -> tuple[Marker | None, str | None]:
         for marker in self.catalog.markers_of("symptom"):
-            if marker.literal in message and (found := marker.pattern.search(message)):
+            if marker.literal in message and (found := _printed_match(marker, message)):
                 return marker, found.groupdict().get("inner")
         return None, None
 
     def _first(self, kind: str, message: str) -> Marker | None:
         for marker in self.catalog.markers_of(kind):
-            if marker.literal in message and marker.pattern.search(message):
+            if marker.literal in message and _printed_match(marker, message):
                 return marker
         return None
+
+
+def _printed_match(marker: Marker, message: str) -> re.Match[str] | None:
+    """The first match of `marker` in `message` that is not inside a Markdown code span: a
+    write-up around a pasted log quotes the messages it talks about (`EngineDeadError`), and
+    vLLM never prints one of them between backticks."""
+    found = marker.pattern.search(message)
+    if found is None or "`" not in message:
+        return found
+    # (A marker is built-in: its compiled pattern is the standard engine's, no time limit.)
+    for found in marker.pattern.compiled.finditer(message):
+        if message.count("`", 0, found.start()) % 2 == 0 or "`" not in message[found.end() :]:
+            return found
+    return None
 
 
 def _classify_line(
