@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from core.test_wraps import cut
-from vllm_log_lsp.core.incidents import _braces_kept
+from vllm_log_lsp.core.incidents import braces_kept
 from vllm_log_lsp.core.model import LineWords, numbered
 
 ENGINE = "(EngineCore_DP0 pid=7) "
@@ -132,5 +132,5 @@ def test_line_words_read_as_the_core_numbers_and_renumber() -> None:
 @pytest.mark.parametrize("words", ["vllm._C{x}", "{0}", "}{", "a {{b}} c", "{'x': 1}"])
 def test_words_from_a_log_or_a_rule_are_kept_as_written(words: str) -> None:
     """A subject or a rule's title with braces goes into a template as literal text."""
-    template = "the error on line {0} refers to `" + _braces_kept(words) + "`"
+    template = "the error on line {0} refers to `" + braces_kept(words) + "`"
     assert LineWords(template, 3).numbered(lambda line: line) == f"the error on line 4 refers to `{words}`"

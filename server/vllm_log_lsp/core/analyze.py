@@ -26,6 +26,7 @@ from .incidents import (
     LATE_WINDOW,
     Incident,
     RootChoice,
+    braces_kept,
     choose_root,
     group_incidents,
     promote_precursor,
@@ -407,7 +408,7 @@ def _diagnose(
         index, catalog, scan, incident, cand, context, run_offset, root_offset, window, matches
     )
     said_by_link = None
-    if choice is not None and finding.rule_id == UNRECOGNIZED:
+    if choice is not None and not finding.recognized:
         said_by_link = _named_by_a_later_link(
             index, catalog, scan, incident, cand, pools, context, window, matches
         )
@@ -426,10 +427,6 @@ def _diagnose(
     if said_by_link is not None:
         return _told_by_link(finding, choice, original, cand)
     return replace(finding, why=choice.why, considered=choice.considered, confidence=choice.confidence)
-
-
-#: The rule a finding gets when no rule (nor vLLM's source) knows its root cause.
-UNRECOGNIZED = "unrecognized"
 
 
 def _named_by_a_later_link(
@@ -466,7 +463,7 @@ def _named_by_a_later_link(
         finding = build_finding(
             index, catalog, scan, incident, link, context, run_offset, link_offset, window, matches
         )
-        if finding.rule_id != UNRECOGNIZED:
+        if finding.recognized:
             return link, finding
     return None
 
@@ -478,16 +475,12 @@ def _told_by_link(finding: Finding, choice: RootChoice, original: Candidate, lin
     chain = original.traceback.chain if original.traceback is not None else []
     # (The choice's words describe the original: where it was printed, what came after it.)
     said = choice.why
-    template = said.template if isinstance(said, LineWords) else said.replace("{", "{{").replace("}", "}}")
+    template = said.template if isinstance(said, LineWords) else braces_kept(said)
     lines = said.lines if isinstance(said, LineWords) else ()
     _, _, where = template.partition(", printed")
-    head = (
-        (
-            f"link {link.event.chain_index + 1} of a chain of {len(chain)}, raised from its original"
-            f" exception ({kind}), which names no cause a rule knows"
-        )
-        .replace("{", "{{")
-        .replace("}", "}}")
+    head = braces_kept(
+        f"link {link.event.chain_index + 1} of a chain of {len(chain)}, raised from its original"
+        f" exception ({kind}), which names no cause a rule knows"
     )
     why = LineWords(head + (f", printed{where}" if where else ""), *lines)
     considered = [item for item in choice.considered if item.line != link.event.line]

@@ -178,11 +178,16 @@ def _is_silent_death(
     return _quiet_tail(index, scan, cand, run_end)
 
 
+def _start_after(index: LogIndex, scan: Scan, line: int) -> int:
+    """Where the line after core line `line` starts (the text's end after its last line)."""
+    start = index.line_end_at(_offset(index, scan, line))
+    return index.next_line_start(start) if start < len(index) else start
+
+
 def _quiet_tail(index: LogIndex, scan: Scan, cand: Candidate, run_end: int | None) -> bool:
     """After `cand`, the run (or the log) ends within `_TAIL_LINES` lines with little else said."""
     end_line = _end_line(cand)
-    start = index.line_end_at(_offset(index, scan, end_line))
-    start = index.next_line_start(start) if start < len(index) else start
+    start = _start_after(index, scan, end_line)
     since = _timestamp(index, scan, cand.event.line)
     info = 0
     seen = 0
@@ -571,10 +576,7 @@ def _logged_on(index: LogIndex, scan: Scan, cand: Candidate, before: int) -> int
     line after which its writer goes on logging is one it printed and survived (a library
     reporting an error it caught at import). A traceback's exception needs a lifecycle step
     (`Progress`): a dying process's other threads may still log."""
-    start = index.line_end_at(_offset(index, scan, cand.event.line))
-    if start >= len(index):
-        return None
-    start = index.next_line_start(start)
+    start = _start_after(index, scan, cand.event.line)
     for number, raw in index.iter_lines_from(start, cand.event.line + 1, _LOGGED_ON_LINES):
         if number >= before:
             return None
@@ -721,7 +723,7 @@ def _why(chosen: Candidate, group: int, first_death: int, healthy: int) -> str:
     else:
         what = "an error line"
     where = "before the death" if event.line <= first_death else "just after the death"
-    words = _braces_kept(f"{what}, printed{who} {where}")
+    words = braces_kept(f"{what}, printed{who} {where}")
     if healthy < 0:
         return LineWords(words + "; its process made no progress after it")
     return LineWords(
@@ -763,9 +765,9 @@ def _promote_named(catalog: Catalog, scan: Scan, choice: RootChoice, run_start: 
             continue
         why = LineWords(
             "the fatal error on line {0} refers to `"
-            + _braces_kept(subject)
+            + braces_kept(subject)
             + "`, and this earlier warning says it failed ("
-            + _braces_kept(marker.title.lower())
+            + braces_kept(marker.title.lower())
             + "); the error follows from it",
             root.line,
         )
@@ -841,7 +843,7 @@ def promote_details(
     marker = markers[precursor.id]
     why = LineWords(
         "the fatal error on line {0} only reports the failure; "
-        + _braces_kept(marker.title.lower())
+        + braces_kept(marker.title.lower())
         + " on line {1}, the first process to report it, says what failed",
         root.line,
         precursor.line,
@@ -851,7 +853,7 @@ def promote_details(
     )
 
 
-def _braces_kept(text: str) -> str:
+def braces_kept(text: str) -> str:
     """`text` (a log's or the catalog's words) as literal text in a `LineWords` template."""
     return text.replace("{", "{{").replace("}", "}}")
 
