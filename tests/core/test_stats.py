@@ -238,8 +238,7 @@ def test_committed_pressure_fixtures_match_their_generator() -> None:
 
 
 def test_days_are_counted_from_the_first_day_of_the_year_without_one() -> None:
-    """The clock's day numbers start at 1 January of the year a stamp without one is given
-    (a constant, so that `datetime` is imported only when a date is read)."""
+    """The clock's day numbers start at 1 January of the year a stamp without one is given."""
     from datetime import date
 
     from vllm_log_lsp.core import stats
@@ -249,3 +248,33 @@ def test_days_are_counted_from_the_first_day_of_the_year_without_one() -> None:
     assert clock._day(stats._NO_YEAR, 1, 1) == 0
     assert clock._day(stats._NO_YEAR, 3, 1) == 31 + 29  # (2000 is a leap year)
     assert clock._day(stats._NO_YEAR, 2, 30) is None
+
+
+def _ordinal_or_none(year: int, month: int, day: int) -> int | None:
+    from datetime import date
+
+    try:
+        return date(year, month, day).toordinal()
+    except ValueError:
+        return None
+
+
+@pytest.mark.parametrize(
+    "year", [1, 4, 99, 100, 1600, 1700, 1899, 1900, 1970, 1999, 2000, 2001, 2023, 2024, 2100, 2400, 9999]
+)
+def test_day_numbers_are_the_calendar_s_own(year: int) -> None:
+    """Every day of years around each leap rule (4, 100, 400), and the days no month has (the
+    30th of February, the 31st of a 30-day month, day 0, month 13), counted as `datetime` does."""
+    from vllm_log_lsp.core.stats import gregorian_day
+
+    for month in range(0, 14):
+        for day in range(0, 33):
+            assert gregorian_day(year, month, day) == _ordinal_or_none(year, month, day), (year, month, day)
+
+
+def test_a_year_outside_the_calendar_has_no_day() -> None:
+    from vllm_log_lsp.core.stats import gregorian_day
+
+    assert gregorian_day(0, 1, 1) is None
+    assert gregorian_day(10000, 1, 1) is None
+    assert gregorian_day(-4, 2, 29) is None

@@ -366,8 +366,34 @@ def _part_spans(tail: str) -> dict[str, tuple[int, int]]:
 _MEMO_MAX = 4096
 # The fields of a `_STAMP` match, in the order `_Clock.read` reads them.
 _STAMP_FIELDS = ("year", "month", "day", "hour", "minute", "second", "fraction")
-#: `date(_NO_YEAR, 1, 1).toordinal()` (checked by the tests; `datetime` is imported on the
-#: first date read: a short check of a log without stats lines spares its import).
+#: Days in each month of a common year (index 1–12), and before each month's first day.
+_MONTH_DAYS = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+_DAYS_BEFORE_MONTH = (0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
+
+
+def gregorian_day(year: int, month: int, day: int) -> int | None:
+    """`date(year, month, day).toordinal()` (proleptic Gregorian, 0001-01-01 is day 1), or None
+    where `date` refuses the date. Counted here because importing `datetime` (its pure-Python
+    module is loaded before its C one) costs a short check more than all its dates."""
+    if not (1 <= year <= 9999 and 1 <= month <= 12):
+        return None
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if not 1 <= day <= _MONTH_DAYS[month] + (month == 2 and leap):
+        return None
+    before = year - 1
+    leap_day = 1 if month > 2 and leap else 0
+    return (
+        before * 365
+        + before // 4
+        - before // 100
+        + before // 400
+        + _DAYS_BEFORE_MONTH[month]
+        + leap_day
+        + day
+    )
+
+
+#: The day number of 1 January of `_NO_YEAR`: the clock counts days from it.
 _BASE_DAY = 730120
 
 
@@ -432,12 +458,8 @@ class _Clock:
         """Days from 2000-01-01 to this date, or None when there is no such date."""
         key = (year, month, day)
         if key not in self._days:
-            from datetime import date
-
-            try:
-                self._days[key] = date(year, month, day).toordinal() - _BASE_DAY
-            except ValueError:
-                self._days[key] = None
+            ordinal = gregorian_day(year, month, day)
+            self._days[key] = None if ordinal is None else ordinal - _BASE_DAY
         return self._days[key]
 
 
