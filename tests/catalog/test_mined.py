@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import re
+from pathlib import Path
 
 import pytest
 import regex
@@ -329,3 +330,34 @@ def test_matching_builds_templates_for_matches_only_and_finds_the_same() -> None
             r for raws in lazy._raw_of.values() for r in raws if match_parts(r[2], message) is not None
         ]
         assert len(lazy._template_of) == len(matching)  # built: the matches, no other template
+
+
+def test_the_shipped_index_is_mapped_and_answers_as_the_read_one() -> None:
+    """`message_index` maps the file instead of reading it: the same templates, matched alike."""
+    import mmap
+
+    with open(DATA_FILE, "rb") as handle:
+        read = MessageIndex(handle.read())
+    assert isinstance(INDEX._payload.obj, mmap.mmap)
+    assert INDEX._words == read._words and len(INDEX) == len(read)
+    rng = random.Random(5)
+    for template in rng.sample(TEMPLATES, 50):
+        text = _fill(template, rng)
+        assert INDEX.match(template.kind, text) == read.match(template.kind, text)
+
+
+@pytest.mark.parametrize("content", [None, b"", b"vllm-log-lsp"])
+def test_a_missing_empty_or_cut_index_file_gives_an_empty_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes | None
+) -> None:
+    """A bundle without the file, or a file cut short (an interrupted install), still analyses:
+    no message has an origin."""
+    from vllm_log_lsp.core import mined
+
+    path = tmp_path / "messages.idx"
+    if content is not None:
+        path.write_bytes(content)
+    monkeypatch.setattr(mined, "DATA_FILE", str(path))
+    monkeypatch.setattr(mined, "_INDEX", None)
+    index = mined.message_index()
+    assert len(index) == 0 and index.match("ValueError", "Unknown quantization method: awq") is None

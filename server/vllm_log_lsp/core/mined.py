@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import functools
 import json
+import mmap
 import os
 import re
 import struct
@@ -232,8 +233,8 @@ def encode_index(header: dict, anchors: dict[str, list], modules: list[str]) -> 
 class MessageIndex:
     """The mined templates, filed under one whole word each, read in place from the data file."""
 
-    def __init__(self, data: bytes) -> None:
-        if not data.startswith(MAGIC):
+    def __init__(self, data: bytes | mmap.mmap) -> None:
+        if data[: len(MAGIC)] != MAGIC:
             raise ValueError("not a mined message index")
         pos = len(MAGIC)
         sections = []
@@ -381,8 +382,11 @@ def message_index() -> MessageIndex:
         with _LOCK:
             if _INDEX is None:
                 try:
+                    # Mapped, not read: a check touches the header and one or two blocks of
+                    # its 1.3 MB (reading it all cost a short check 1 ms). The mapping lives as
+                    # long as the index, which lives as long as the process.
                     with open(DATA_FILE, "rb") as handle:
-                        _INDEX = MessageIndex(handle.read())
+                        _INDEX = MessageIndex(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
                 except (OSError, ValueError, struct.error):  # a bundle without the file still works
                     _INDEX = MessageIndex.empty()
     return _INDEX
