@@ -7,7 +7,6 @@ VS Code server free of extra dependencies.
 from __future__ import annotations
 
 import codecs
-import contextlib
 import json
 import os
 import sys
@@ -120,10 +119,12 @@ def _drop_stdout() -> None:
     """Send what is still buffered for stdout nowhere, instead of failing again at exit."""
     if sys.stdout is None:
         return
-    with contextlib.suppress(OSError, ValueError):  # a stream without a file descriptor: leave it
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
+    except (OSError, ValueError):  # a stream without a file descriptor: leave it
+        pass
 
 
 def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
@@ -747,8 +748,10 @@ codecs.register_error("vllm_log_ascii", _ascii_fallback)
 def _never_fail_to_encode(stream: TextIO) -> None:
     reconfigure = getattr(stream, "reconfigure", None)
     if reconfigure is not None:
-        with contextlib.suppress(ValueError, OSError):  # a stream that cannot change: leave it
+        try:  # noqa: SIM105 (contextlib: an import a short check does without)
             reconfigure(errors="vllm_log_ascii")
+        except (ValueError, OSError):  # a stream that cannot change: leave it
+            pass
 
 
 if __name__ == "__main__":

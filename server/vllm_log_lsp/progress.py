@@ -11,11 +11,9 @@ Hand-written rather than a library (tqdm): one line, no dependency in the bundle
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from _thread import allocate_lock
-from collections.abc import Iterator
 
 from .batch import input_size
 
@@ -32,6 +30,32 @@ MIN_FILES = 16
 TICK_S = 0.25
 _CLEAR = "\r\x1b[K"
 _SPINNER = "|/-\\"
+
+
+class _Paused:
+    """`Progress.paused()`: the line cleared on entry, drawn again on exit, the lock held
+    between (a class: `contextlib` would cost every short check its import)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+
+    def __enter__(self) -> None:
+        progress = self._progress
+        if progress.enabled:
+            progress._lock.acquire()
+            try:
+                progress._write(_CLEAR)
+            except BaseException:
+                progress._lock.release()
+                raise
+
+    def __exit__(self, *exc_info: object) -> None:
+        progress = self._progress
+        if progress.enabled:
+            try:
+                progress._draw()
+            finally:
+                progress._lock.release()
 
 
 class Progress:
@@ -74,18 +98,10 @@ class Progress:
             self.done_bytes += size
             self._draw()
 
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """The line cleared while the caller writes something else to the terminal."""
-        if not self.enabled:
-            yield
-            return
-        with self._lock:
-            self._write(_CLEAR)
-            try:
-                yield
-            finally:
-                self._draw()
+    def paused(self) -> _Paused:
+        """The line cleared while the caller writes something else to the terminal
+        (`with progress.paused(): ...`)."""
+        return _Paused(self)
 
     def close(self) -> None:
         """Stop the clock and clear the line."""
@@ -130,6 +146,8 @@ class Progress:
 
     def _write(self, text: str) -> None:
         assert self.stream is not None
-        with contextlib.suppress(OSError, ValueError):  # a terminal that went away: draw nothing
+        try:
             self.stream.write(text)
             self.stream.flush()
+        except (OSError, ValueError):  # a terminal that went away: draw nothing
+            pass

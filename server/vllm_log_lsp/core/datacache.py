@@ -21,7 +21,6 @@ data calls nothing while it loads).
 
 from __future__ import annotations
 
-import contextlib
 import marshal
 import os
 import sys
@@ -175,8 +174,10 @@ def save() -> bool:
                     handle.write(_MAGIC + zlib.crc32(body).to_bytes(4, "little") + body)
                 os.replace(temporary, path)
             except OSError:
-                with contextlib.suppress(OSError):
+                try:  # noqa: SIM105 (contextlib: an import a short check does without)
                     os.unlink(temporary)
+                except OSError:
+                    pass
                 continue
             written = True
         _dirty.clear()

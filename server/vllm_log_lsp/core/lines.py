@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Iterable
+from contextvars import ContextVar, Token
 from sys import intern
 
 from . import regexes
@@ -589,11 +588,22 @@ def _shape(prefix: str) -> str:
     return "".join(out)
 
 
-@contextmanager
-def learned_prefix(pattern: re.Pattern[str] | None) -> Iterator[None]:
-    """Parse lines with `pattern` as the log's outer prefix while the block runs."""
-    token = _LEARNED.set(_Parsing(pattern) if pattern is not None else _NO_PREFIX)
-    try:
-        yield
-    finally:
-        _LEARNED.reset(token)
+def learned_prefix(pattern: re.Pattern[str] | None) -> _LearnedPrefix:
+    """Parse lines with `pattern` as the log's outer prefix while the block runs
+    (`with learned_prefix(pattern): ...`)."""
+    return _LearnedPrefix(_Parsing(pattern) if pattern is not None else _NO_PREFIX)
+
+
+class _LearnedPrefix:
+    """`learned_prefix`'s context manager (a class: `contextlib` would cost a short check's
+    start-up its import)."""
+
+    def __init__(self, parsing: _Parsing) -> None:
+        self._parsing = parsing
+        self._tokens: list[Token[_Parsing]] = []
+
+    def __enter__(self) -> None:
+        self._tokens.append(_LEARNED.set(self._parsing))
+
+    def __exit__(self, *exc_info: object) -> None:
+        _LEARNED.reset(self._tokens.pop())
