@@ -18,7 +18,11 @@ from .core.model import Analysis
 from .core.records import dataclass, field
 from .core.source import LogReadError, LogSource, open_log
 from .report.json_report import INTERNAL_ERROR, NO_BARE_CR, error_json, file_json, shown_name
-from .report.text import Style, render_text
+
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .core.linebreaks import Numbering
 
 #: What names a log in a directory (after a compression suffix and a rotation number are taken
 #: off): other files (labels, configs, core dumps, screenshots) are no logs, and a binary one would
@@ -169,7 +173,7 @@ def check_file(
         # the text report (its entry gives the summary and the exit status): a restart loop's
         # hundreds of symptoms would each look above for one.
         entry = file_json(name, analysis, numbering, None if options.text else lines_read)
-        text = render_text(name, analysis, Style(options.colour), numbering) if options.text else None
+        text = _rendered(name, analysis, options.colour, numbering) if options.text else None
     except HookError:
         raise
     except Exception as err:  # a bug: this file's outcome says so, the others are still checked
@@ -180,6 +184,13 @@ def check_file(
         errors.append(f"vllm-log-lsp: {message} (checking {name}; exit 3; --debug shows the traceback)")
         return FileOutcome(error_json(name, message, INTERNAL_ERROR), errors=errors, size=size)
     return FileOutcome(entry, text, size=size)
+
+
+def _rendered(name: str, analysis: Analysis, colour: bool, numbering: Numbering) -> str:
+    """The text report of one file (its module imported for the text format only)."""
+    from .report.text import Style, render_text
+
+    return render_text(name, analysis, Style(colour), numbering)
 
 
 def check_files(

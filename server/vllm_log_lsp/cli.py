@@ -42,7 +42,6 @@ from .report.json_report import (
     shown_name,
 )
 from .report.jsontext import dumps_indented  # json.dumps(indent=2)'s text, at C speed
-from .report.text import Style, render_text, summary_table
 
 # `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
 TYPE_CHECKING = False
@@ -63,10 +62,8 @@ EXIT_CODES_HELP = (
 __all__ = [
     "JSON_SCHEMA_VERSION",
     "STDIN_NAME",
-    "Style",
     "finding_to_json",
     "main",
-    "render_text",
     "shown_name",
 ]
 #: The largest launch script `check --fix` edits (scripts are small; this bounds the read).
@@ -168,7 +165,7 @@ def cmd_check(args: argparse.Namespace, catalog: Catalog) -> int:
         return error(str(err))
     finally:
         progress.close()
-    out.write(_batch_output(args.format, entries, catalog, Style(options.colour)))
+    out.write(_batch_output(args.format, entries, catalog, options.colour))
     return exit_status(entries)
 
 
@@ -183,7 +180,7 @@ def _file_output(form: str, outcome: FileOutcome) -> str:
     return ""
 
 
-def _batch_output(form: str, entries: list[dict], catalog: Catalog, style: Style) -> str:
+def _batch_output(form: str, entries: list[dict], catalog: Catalog, colour: bool) -> str:
     """What ends the output: the whole JSON or SARIF document, or a batch's summary table."""
     if form == "json":
         return dumps_indented(report_json(entries)) + "\n"
@@ -191,7 +188,11 @@ def _batch_output(form: str, entries: list[dict], catalog: Catalog, style: Style
         from .report.sarif import sarif_log
 
         return dumps_indented(sarif_log(entries, catalog)) + "\n"
-    return "\n" + summary_table(entries, style) + "\n" if len(entries) > 1 else ""
+    if len(entries) < 2:
+        return ""
+    from .report.text import Style, summary_table  # the text format's module only when asked
+
+    return "\n" + summary_table(entries, Style(colour)) + "\n"
 
 
 def _html_hook(args: argparse.Namespace, catalog: Catalog) -> AnalysisHook | None:

@@ -323,7 +323,8 @@ def _replace_stdin(data: bytes) -> None:
 # -- reports (rendered as `check` renders one file) -----------------------------------------------
 def death_printer(args: argparse.Namespace) -> Emit:
     """Prints one death of a followed log as the report prints it (JSON: one object per line)."""
-    from .cli import JSON_SCHEMA_VERSION, Reports, Style, finding_to_json, render_text, shown_name, use_colour
+    from .cli import JSON_SCHEMA_VERSION, Reports, finding_to_json, shown_name, use_colour
+    from .report.text import Style, render_text
 
     out, style, name = (
         Reports(sys.stdout),
@@ -353,13 +354,12 @@ def merged_report(args: argparse.Namespace, parts: list[Part], catalog: Catalog)
         EXIT_DEATH,
         EXIT_HEALTHY,
         Reports,
-        Style,
         finding_to_json,
-        render_text,
         use_colour,
     )
     from .report.health_text import health_to_json
     from .report.json_report import file_summary, precursor_to_json, report_json
+    from .report.text import Style, render_text
 
     merged = merge_logs(parts)
     analysis = analyze(merged.text, catalog)
