@@ -7,7 +7,6 @@ VS Code server free of extra dependencies.
 from __future__ import annotations
 
 import codecs
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -348,7 +347,7 @@ def cmd_rules(args: argparse.Namespace, catalog: Catalog) -> int:
     rules = [r for r in everything if not args.family or r.family == args.family]
     if args.format == "json":
         listing = [{"id": r.id, "title": r.title, "family": r.family} for r in rules]
-        Reports(sys.stdout).write(json.dumps(listing, indent=2) + "\n")
+        Reports(sys.stdout).write(dumps_indented(listing) + "\n")
         return 0
     width = max((len(r.id) for r in rules), default=10)
     Reports(sys.stdout).write("".join(f"{r.id:<{width}}  {r.family:<18}  {r.title}\n" for r in rules))

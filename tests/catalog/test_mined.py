@@ -361,3 +361,34 @@ def test_a_missing_empty_or_cut_index_file_gives_an_empty_index(
     monkeypatch.setattr(mined, "_INDEX", None)
     index = mined.message_index()
     assert len(index) == 0 and index.match("ValueError", "Unknown quantization method: awq") is None
+
+
+def _plain_values(value: object) -> bool:
+    if isinstance(value, list):
+        return all(_plain_values(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and _plain_values(item) for key, item in value.items())
+    return value is None or isinstance(value, (str, bool, int, float))
+
+
+def test_the_shipped_index_holds_plain_values_only() -> None:
+    """The index is marshal data: every block holds lists, dicts, strings and numbers — no code
+    object, nothing but what JSON could hold — and every anchor has a list of templates."""
+    with open(DATA_FILE, "rb") as handle:
+        index = MessageIndex(handle.read())
+    for anchor in range(len(index._words)):
+        raw = index._raw(anchor)
+        assert raw and _plain_values(raw), index._words[anchor]
+
+
+def test_an_index_is_written_from_plain_values_only() -> None:
+    """What the miner hands over is written as JSON would read it back (tuples as lists); what
+    no JSON holds is refused, so that a data file never carries code."""
+    header = {"packages": [{"name": "vllm", "releases": ("0.6.0",), "templates": (1,)}]}
+    anchors = {"quantization": [(0, "ValueError", ("Unknown quantization method: ", "m", ""), [], 1)]}
+    index = MessageIndex(encode_index(header, anchors, ["vllm/config.py"]))
+    assert index.packages == {"vllm": ("0.6.0",)}
+    assert index._raw(0) == [[0, "ValueError", ["Unknown quantization method: ", "m", ""], [], 1]]
+    for bad in ({1, 2}, b"bytes", compile("0", "x", "eval")):
+        with pytest.raises(TypeError):
+            encode_index(header, {"word": [bad]}, [])

@@ -44,6 +44,7 @@ NEVER_FOR_CHECK = (
     "argparse",  # a plain `check` command line is read by `cli.plain_check_args`
     "shutil",  # (argparse's formatter asks it the terminal's width)
     "contextlib",  # (its context managers are small classes here)
+    "json",  # the mined index is marshal data; a JSON log brings it
     "vllm_log_lsp.report.text",  # the text format's renderer
     "threading",  # locks are `_thread`'s; a progress line (drawn on a terminal) brings it
     "datetime",  # a stats line's date is counted by `stats.gregorian_day`

@@ -23,7 +23,6 @@ the object's line.
 from __future__ import annotations
 
 import bisect
-import json
 from array import array
 
 from . import regexes
@@ -42,8 +41,13 @@ SNIFF_CHARS = _SNIFF_CHARS
 _RECORD_KEYS = ("levelname", "message")
 _ASCTIME = regexes.compile(r"\d{4}-(\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[,.](\d+))?")
 _NAME_CHARS = regexes.compile(r"[^\w.\-]")
-_DECODER = json.JSONDecoder()
-_SCANSTRING = json.decoder.scanstring  # type: ignore[attr-defined]
+# (`json` is imported by the first line that may be a record: a plain log never needs it, and
+# its import, whose decoder compiles regexes, costs a short check.)
+try:
+    from _json import scanstring as _SCANSTRING  # json's C string scanner
+except ImportError:  # an interpreter without the accelerator
+    from json.decoder import py_scanstring as _SCANSTRING  # type: ignore[attr-defined,no-redef]
+_DECODERS: list = []  # the one JSONDecoder, made on first need
 _WHITESPACE = " \t\n\r"
 
 
@@ -79,6 +83,8 @@ def parse_record(line: str) -> Record | None:
     lead = line.find('{"', 0, _MAX_LEAD)
     if lead < 0 or not line.rstrip().endswith("}"):
         return None
+    import json
+
     try:
         values = json.loads(line[lead:])  # C speed; the positions are found after
     except (ValueError, RecursionError):
@@ -132,6 +138,15 @@ def _text_starts(
     return starts
 
 
+def _raw_decode(line: str, pos: int) -> int:
+    """Where the JSON value at `pos` ends (ValueError when there is none)."""
+    if not _DECODERS:
+        import json
+
+        _DECODERS.append(json.JSONDecoder())
+    return _DECODERS[0].raw_decode(line, pos)[1]
+
+
 def _scan_starts(line: str, pos: int) -> dict[str, int]:
     """Where each top-level string value of the object at `pos` starts (any JSON layout)."""
     starts: dict[str, int] = {}
@@ -150,7 +165,7 @@ def _scan_starts(line: str, pos: int) -> dict[str, int]:
             starts[key] = pos + 1
             end = _SCANSTRING(line, pos + 1)[1]
         else:
-            end = _DECODER.raw_decode(line, pos)[1]
+            end = _raw_decode(line, pos)
         pos = _skip_space(line, end)
         if line[pos] == "}":
             return starts

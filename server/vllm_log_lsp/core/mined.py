@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 import functools
-import json
+import marshal
 import mmap
 import os
 import re
@@ -29,6 +29,11 @@ from collections.abc import Iterator, Sequence
 from . import regexes
 from .records import dataclass
 from .versions import Version, parse_version
+
+# `typing` is imported by type checkers only: at run time it costs start-up (annotations are strings).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DATA_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mined", "messages.idx")
 
@@ -187,15 +192,20 @@ def message_of(type_name: str, message: str) -> str:
 # be looked up in place: a sorted list of anchor words (split and bisected), and the templates in
 # zlib blocks of `_BLOCK` anchors, each inflated only when a message holds one of its words.
 #
-#   b"VLLMMSG1"
-#   u32 n, header (JSON: packages with their mined releases and templates per release)
+#   b"VLLMMSG2"
+#   u32 n, header (marshal: packages with their mined releases and templates per release)
 #   u32 n, anchor words joined by "\n", sorted
 #   u32 n, zlib of the module paths joined by "\n"
 #   u32 blocks, u32 offsets[blocks + 1] into the payload
-#   payload: zlib blocks; a block inflates to one JSON line per anchor: that anchor's templates,
-#   each [package index, kind, parts, [[module index, function, first, last release index]...],
-#   bit mask of the release indices that hold it]
-MAGIC = b"VLLMMSG1"
+#   payload: zlib blocks; a block inflates to the marshal of a list with one item per anchor:
+#   that anchor's templates, each [package index, kind, parts, [[module index, function, first,
+#   last release index]...], bit mask of the release indices that hold it]
+#
+# marshal (format 4, plain lists, dicts, strings and numbers), not JSON: importing `json` (its
+# decoder compiles regexes) cost a short check more than the rest of the index. Loading plain
+# marshal data runs nothing, and the file is the package's own.
+MAGIC = b"VLLMMSG2"
+_MARSHAL_VERSION = 4
 _BLOCK = 32
 _U32 = struct.Struct("<I")
 
@@ -203,13 +213,10 @@ _U32 = struct.Struct("<I")
 def encode_index(header: dict, anchors: dict[str, list], modules: list[str]) -> bytes:
     """The data file's bytes (used by scripts/mine_messages.py)."""
     words = sorted(anchors)
-    blocks = []
+    blocks: list[bytes] = []
     for start in range(0, len(words), _BLOCK):
-        lines = [
-            json.dumps(anchors[w], separators=(",", ":"), ensure_ascii=False)
-            for w in words[start : start + _BLOCK]
-        ]
-        blocks.append(zlib.compress("\n".join(lines).encode("utf-8"), 9))
+        templates = _plain([anchors[w] for w in words[start : start + _BLOCK]])
+        blocks.append(zlib.compress(marshal.dumps(templates, _MARSHAL_VERSION), 9))
     offsets = [0]
     for block in blocks:
         offsets.append(offsets[-1] + len(block))
@@ -220,7 +227,7 @@ def encode_index(header: dict, anchors: dict[str, list], modules: list[str]) -> 
     return b"".join(
         [
             MAGIC,
-            section(json.dumps(header, separators=(",", ":")).encode("utf-8")),
+            section(marshal.dumps(_plain(header), _MARSHAL_VERSION)),
             section("\n".join(words).encode("utf-8")),
             section(zlib.compress("\n".join(modules).encode("utf-8"), 9)),
             _U32.pack(len(blocks)),
@@ -228,6 +235,18 @@ def encode_index(header: dict, anchors: dict[str, list], modules: list[str]) -> 
             *blocks,
         ]
     )
+
+
+def _plain(value: Any) -> Any:
+    """`value` as JSON would give it back: tuples as lists, keys as strings; TypeError for
+    anything marshal would write that a data file must not hold (code, sets, bytes)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    raise TypeError(f"not plain data: {type(value).__name__}")
 
 
 class MessageIndex:
@@ -250,11 +269,14 @@ class MessageIndex:
         self._words = words.decode("utf-8").split("\n") if words else []
         self._modules_zlib = modules
         self._modules: list[str] | None = None
-        self._blocks: dict[int, list[str]] = {}
+        self._blocks: dict[int, list[list]] = {}
         self._built: dict[int, tuple[Template, ...]] = {}
         self._raw_of: dict[int, list[list]] = {}
         self._template_of: dict[int, Template] = {}
-        info = json.loads(header)
+        try:
+            info = marshal.loads(header)
+        except (EOFError, TypeError) as err:  # (a file cut short, or not one of ours)
+            raise ValueError(f"not a mined message index: {err}") from err
         self._packages = [(p["name"], tuple(p["releases"])) for p in info["packages"]]
         self.packages = dict(self._packages)
         self.templates_per_release = {p["name"]: tuple(p.get("templates", ())) for p in info["packages"]}
@@ -291,9 +313,9 @@ class MessageIndex:
                 block = self._blocks.get(anchor // _BLOCK)
                 if block is None:
                     start, end = self._offsets[anchor // _BLOCK], self._offsets[anchor // _BLOCK + 1]
-                    block = zlib.decompress(self._payload[start:end]).decode("utf-8").split("\n")
+                    block = marshal.loads(zlib.decompress(self._payload[start:end]))
                     self._blocks[anchor // _BLOCK] = block
-            raw = json.loads(block[anchor % _BLOCK])
+            raw = block[anchor % _BLOCK]
             self._raw_of[anchor] = raw
         return raw
 

@@ -6,7 +6,6 @@ script as well), so both show the same numbers.
 
 from __future__ import annotations
 
-import json
 import math
 import shlex
 
@@ -120,11 +119,15 @@ def json_flag_spelling(flag: str, key: str, value: str, version: Version | None)
         return f"-cc.{key}={value}"
     if version is not None and version >= _DOTTED_JSON_SINCE:
         return f"{flag}.{key}={value}"
+    import json  # (here: most fixes spell no JSON, and json's import costs a short check)
+
     return f"{flag} {shlex.quote(json.dumps({key: json_value(value)}))}"
 
 
 def json_value(text: str) -> object:
     """A dotted-flag value as vLLM reads it: JSON when it parses, else the plain string."""
+    import json
+
     try:
         return json.loads(text)
     except (ValueError, TypeError):

@@ -14,8 +14,10 @@ structure) is handed to `json.dumps` itself, which raises its own error for it.
 
 from __future__ import annotations
 
-import json
-from json.encoder import encode_basestring_ascii  # the C escaper when available, as json's
+try:  # the C escaper json's encoder uses, without importing json (its decoder compiles regexes)
+    from _json import encode_basestring_ascii
+except ImportError:  # an interpreter without the accelerator: json's own
+    from json.encoder import encode_basestring_ascii
 
 __all__ = ["dumps_indented"]
 
@@ -110,5 +112,7 @@ def dumps_indented(value: object, indent: int = 2) -> str:
     try:
         write(value, 0)
     except (_Unsupported, RecursionError):
+        import json
+
         return json.dumps(value, indent=indent)  # raises json's own error (or writes what it can)
     return "".join(out)
