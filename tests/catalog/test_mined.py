@@ -346,15 +346,18 @@ def test_the_shipped_index_is_mapped_and_answers_as_the_read_one() -> None:
         assert INDEX.match(template.kind, text) == read.match(template.kind, text)
 
 
-@pytest.mark.parametrize("content", [None, b"", b"vllm-log-lsp"])
+@pytest.mark.parametrize("content", [None, b"", b"vllm-log-lsp", 12, 30, 200])
 def test_a_missing_empty_or_cut_index_file_gives_an_empty_index(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes | None
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes | int | None
 ) -> None:
-    """A bundle without the file, or a file cut short (an interrupted install), still analyses:
-    no message has an origin."""
+    """A bundle without the file, a foreign one, or one cut short (an interrupted install; an
+    int here: the shipped file's first bytes) still analyses: no message has an origin."""
     from vllm_log_lsp.core import mined
 
     path = tmp_path / "messages.idx"
+    if isinstance(content, int):
+        with open(DATA_FILE, "rb") as handle:
+            content = handle.read(content)
     if content is not None:
         path.write_bytes(content)
     monkeypatch.setattr(mined, "DATA_FILE", str(path))

@@ -25,7 +25,7 @@ ASCII_DIGITS = "0123456789"
 
 def _fresh(number: int, raw: str) -> LogLine:
     """The LogLine of `raw` parsed with nothing remembered."""
-    lines._LEARNED.get().layouts.clear()
+    lines._LEARNED.parsing.layouts.clear()
     return parse_line(number, raw)
 
 
@@ -144,6 +144,28 @@ def test_a_learned_prefix_has_layouts_of_its_own() -> None:
     assert parse_line(0, raw) == plain and taught != plain and taught.message == "boom"
 
 
+def test_a_learned_prefix_holds_in_its_own_thread_and_block_only() -> None:
+    """The language server analyses several documents at once, each in a thread: one
+    document's learned prefix never changes how another thread parses, and it is let go when
+    its block ends, by an exception too."""
+    import threading
+
+    raw = "node-7 pod/vllm-0 (APIServer pid=1) ERROR 10-03 21:00:01 [a.py:1] boom"
+    plain = _fresh(0, raw)
+    pattern = learn_outer_prefix([raw] * 10)
+    assert pattern is not None
+    seen: list = []
+    with learned_prefix(pattern):
+        other = threading.Thread(target=lambda: seen.append(parse_line(0, raw)))
+        other.start()
+        other.join()
+        assert parse_line(0, raw).message == "boom"
+    assert seen == [plain]
+    with pytest.raises(RuntimeError), learned_prefix(pattern):
+        raise RuntimeError("analysis failed")
+    assert parse_line(0, raw) == plain
+
+
 @pytest.mark.parametrize("bar", ["|", "\u2502"])
 def test_a_gutter_with_no_space_after_its_bar_is_learned_alone(bar: str) -> None:
     """`  12|[rank0]: Traceback …`: the gutter ends at its bar, and torch's rank prefix after it
@@ -210,7 +232,7 @@ def test_long_lines_and_many_shapes_parse_alike() -> None:
     assert parse_line(0, long) == _fresh(0, long)
     shapes = [f"(Worker{'_' * n} pid={n}) INFO 10-03 21:00:01 [a.py:{n}] step" for n in range(5000)]
     parsed = [parse_line(n, raw) for n, raw in enumerate(shapes)]
-    assert len(lines._LEARNED.get().layouts) <= lines._MEMO_MAX_LAYOUTS
+    assert len(lines._LEARNED.parsing.layouts) <= lines._MEMO_MAX_LAYOUTS
     assert parsed == [_fresh(n, raw) for n, raw in enumerate(shapes)]
     writers = [f"(Worker pid={n}) INFO 10-03 21:00:01 [a.py:1] step" for n in range(1000)]
     assert [parse_line(0, raw).stream for raw in writers] == [f"Worker:{n}" for n in range(1000)]

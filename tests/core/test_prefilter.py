@@ -504,12 +504,16 @@ def test_a_failed_search_fails_the_caller(monkeypatch) -> None:
     assert done == [1]
 
 
+@pytest.mark.parametrize("sort_at_most", [1 << 20, 0], ids=["sorted", "merged"])
 @pytest.mark.parametrize("way", ["automaton", "python"])
-def test_the_groups_lines_are_numbered_in_one_ascending_sweep(way: str, monkeypatch) -> None:
+def test_the_groups_lines_are_numbered_in_one_ascending_sweep(
+    way: str, sort_at_most: int, monkeypatch
+) -> None:
     """Lines found without numbers are counted in ascending order over all the groups (however
     their lines interleave or coincide): no line break is counted twice, none after the last
-    line found."""
+    line found. (A few lines are sorted in one list, many merged group by group: both ways.)"""
     _search_way(way, monkeypatch)
+    monkeypatch.setattr(prefilter, "_SORT_AT_MOST", sort_at_most)
     lines = [f"{i} " + ("Error " if i % 3 == 0 else "") + ("INFO " if i % 5 < 2 else "") for i in range(400)]
     data = ("\n".join(lines) + "\nnothing more\n" * 50).encode()
     counted: list[tuple[int, int]] = []

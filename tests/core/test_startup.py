@@ -45,6 +45,10 @@ NEVER_FOR_CHECK = (
     "shutil",  # (argparse's formatter asks it the terminal's width)
     "contextlib",  # (its context managers are small classes here)
     "json",  # the mined index is marshal data; a JSON log brings it
+    "_contextvars",  # the learned prefix is a thread-local
+    "_struct",  # the mined index's numbers are read by int.from_bytes
+    "math",
+    "heapq",  # a short log's candidate lines are sorted in one list
     "vllm_log_lsp.report.text",  # the text format's renderer
     "threading",  # locks are `_thread`'s; a progress line (drawn on a terminal) brings it
     "datetime",  # a stats line's date is counted by `stats.gregorian_day`

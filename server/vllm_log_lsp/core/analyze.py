@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import bisect
-import heapq
 import re
 from collections.abc import Callable
 
@@ -366,6 +365,8 @@ def _folds(scan: Scan) -> tuple[tuple[int, int], ...]:
     read = sorted((tb.header_line, tb.last_line) for tb in scan.tracebacks if tb.last_line > tb.header_line)
     if not scan.repeats:
         return tuple(read)
+    import heapq  # (here: a log without repeated tracebacks never merges)
+
     return tuple(heapq.merge(read, *(run.folds() for run in scan.repeats)))
 
 

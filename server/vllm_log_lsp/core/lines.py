@@ -20,9 +20,9 @@ A line that matches none of these is kept whole as its own message.
 from __future__ import annotations
 
 import re
+from _thread import _local
 from collections import Counter
 from collections.abc import Iterable
-from contextvars import ContextVar, Token
 from sys import intern
 
 from . import regexes
@@ -151,7 +151,16 @@ class _Parsing:
 
 
 _NO_PREFIX = _Parsing(None)  # shared by every analysis of a log with no outer prefix to learn
-_LEARNED: ContextVar[_Parsing] = ContextVar("learned_outer_prefix", default=_NO_PREFIX)
+
+
+class _Learned(_local):
+    """The outer prefix `learned_prefix` set for this thread (a thread-local, not a ContextVar:
+    `contextvars`' import costs a short check, and an analysis runs in one thread)."""
+
+    parsing: _Parsing = _NO_PREFIX
+
+
+_LEARNED = _Learned()
 
 # Lines up to this long have their layout remembered (a key is kept per distinct shape).
 _MEMO_MAX_LINE = 2000
@@ -204,7 +213,7 @@ class _Layout:
 def parse_line(number: int, raw: str) -> LogLine:
     """Parse one line (without its line break) into a LogLine. Never raises."""
     clean, colmap = strip_ansi(raw)
-    return _line_from(number, raw, clean, colmap, _remembered_layout(clean, _LEARNED.get()))
+    return _line_from(number, raw, clean, colmap, _remembered_layout(clean, _LEARNED.parsing))
 
 
 def _remembered_layout(clean: str, parsing: _Parsing) -> _Layout:
@@ -293,7 +302,7 @@ def writer_prefix(line: LogLine) -> WriterPrefix | None:
     tests/core/test_writer_prefix.py checks this against `parse_line` on adversarial rests.
     """
     clean = line.text
-    parsing = _LEARNED.get()
+    parsing = _LEARNED.parsing
     if may_hold_colour(clean) or parsing.learned is not None:
         return None
     layout = _remembered_layout(clean, parsing)
@@ -353,7 +362,7 @@ def line_stream(raw: str) -> str:
     """`parse_line(n, raw).stream`, without making the record (a walk over other writers' lines
     asks each only whose it is)."""
     clean, _ = strip_ansi(raw)
-    return _writer_of(clean, _remembered_layout(clean, _LEARNED.get()))[0]
+    return _writer_of(clean, _remembered_layout(clean, _LEARNED.parsing))[0]
 
 
 def _writer_of(clean: str, layout: _Layout) -> tuple[str, str | None, int | None, str | None]:
@@ -600,10 +609,11 @@ class _LearnedPrefix:
 
     def __init__(self, parsing: _Parsing) -> None:
         self._parsing = parsing
-        self._tokens: list[Token[_Parsing]] = []
+        self._saved: list[_Parsing] = []
 
     def __enter__(self) -> None:
-        self._tokens.append(_LEARNED.set(self._parsing))
+        self._saved.append(_LEARNED.parsing)
+        _LEARNED.parsing = self._parsing
 
     def __exit__(self, *exc_info: object) -> None:
-        _LEARNED.reset(self._tokens.pop())
+        _LEARNED.parsing = self._saved.pop()

@@ -21,7 +21,6 @@ import marshal
 import mmap
 import os
 import re
-import struct
 import zlib
 from _thread import allocate_lock
 from collections.abc import Iterator, Sequence
@@ -207,7 +206,18 @@ def message_of(type_name: str, message: str) -> str:
 MAGIC = b"VLLMMSG2"
 _MARSHAL_VERSION = 4
 _BLOCK = 32
-_U32 = struct.Struct("<I")
+
+
+def _u32(value: int) -> bytes:
+    return value.to_bytes(4, "little")
+
+
+def _read_u32(data: bytes | mmap.mmap, pos: int) -> int:
+    """The little-endian u32 at `pos` (`int.from_bytes`: `struct` is one more extension module
+    to load for a short check); ValueError past the end of a file cut short."""
+    if pos + 4 > len(data):
+        raise ValueError("not a mined message index: cut short")
+    return int.from_bytes(data[pos : pos + 4], "little")
 
 
 def encode_index(header: dict, anchors: dict[str, list], modules: list[str]) -> bytes:
@@ -222,7 +232,7 @@ def encode_index(header: dict, anchors: dict[str, list], modules: list[str]) -> 
         offsets.append(offsets[-1] + len(block))
 
     def section(data: bytes) -> bytes:
-        return _U32.pack(len(data)) + data
+        return _u32(len(data)) + data
 
     return b"".join(
         [
@@ -230,8 +240,8 @@ def encode_index(header: dict, anchors: dict[str, list], modules: list[str]) -> 
             section(marshal.dumps(_plain(header), _MARSHAL_VERSION)),
             section("\n".join(words).encode("utf-8")),
             section(zlib.compress("\n".join(modules).encode("utf-8"), 9)),
-            _U32.pack(len(blocks)),
-            struct.pack(f"<{len(offsets)}I", *offsets),
+            _u32(len(blocks)),
+            *map(_u32, offsets),
             *blocks,
         ]
     )
@@ -258,13 +268,13 @@ class MessageIndex:
         pos = len(MAGIC)
         sections = []
         for _ in range(3):
-            (size,) = _U32.unpack_from(data, pos)
+            size = _read_u32(data, pos)
             sections.append(data[pos + 4 : pos + 4 + size])
             pos += 4 + size
         header, words, modules = sections
-        (count,) = _U32.unpack_from(data, pos)
+        count = _read_u32(data, pos)
         pos += 4
-        self._offsets = struct.unpack_from(f"<{count + 1}I", data, pos)
+        self._offsets = [_read_u32(data, pos + 4 * i) for i in range(count + 1)]
         self._payload = memoryview(data)[pos + 4 * (count + 1) :]
         self._words = words.decode("utf-8").split("\n") if words else []
         self._modules_zlib = modules
@@ -409,6 +419,6 @@ def message_index() -> MessageIndex:
                     # long as the index, which lives as long as the process.
                     with open(DATA_FILE, "rb") as handle:
                         _INDEX = MessageIndex(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
-                except (OSError, ValueError, struct.error):  # a bundle without the file still works
+                except (OSError, ValueError):  # a bundle without the file still works
                     _INDEX = MessageIndex.empty()
     return _INDEX

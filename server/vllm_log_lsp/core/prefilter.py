@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import bisect
 import functools
-import heapq
 import os
 import re
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain
 from operator import itemgetter
 
 # subprocess and threading are imported where a tool runs: a small log never needs them, and they
@@ -140,13 +140,27 @@ def candidate_lines_by_group(
     return found  # type: ignore[return-value]  # (numbered now)
 
 
+#: Candidate lines up to this many are sorted in one list; more are merged group by group.
+_SORT_AT_MOST = 4096
+
+
 def _number_in_order(index: LogIndex, found: list[list[tuple[int, int | None]]]) -> None:
     """Number, in place, the lines of every group that have no number (`line_of`), and tell the
     index the numbers given (`remember`), in ascending order over all the groups' lines (each
     group's are sorted): each line break before the last line is then counted once. Only the
     distinct lines' numbers are held meanwhile, in two arrays (no set or dict of every line)."""
     groups = [lines for lines in found if lines]
-    ordered = groups[0] if len(groups) == 1 else heapq.merge(*groups, key=itemgetter(0))
+    ordered: Iterable[tuple[int, int | None]]
+    if len(groups) == 1:
+        ordered = groups[0]
+    elif sum(map(len, groups)) <= _SORT_AT_MOST:
+        # A short log's few lines: one C sort of the runs (stable: a group's line before a
+        # later group's, as the merge gives) spares importing heapq.
+        ordered = sorted(chain.from_iterable(groups), key=itemgetter(0))
+    else:
+        import heapq  # (lazy: a large log's groups are merged without a list of them all)
+
+        ordered = heapq.merge(*groups, key=itemgetter(0))
     starts, numbers = array("q"), array("q")
     last, unnumbered = -1, False
     released = 0  # (counting reads a mapped file's pages: let go those it has passed)

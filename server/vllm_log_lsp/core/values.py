@@ -6,7 +6,6 @@ script as well), so both show the same numbers.
 
 from __future__ import annotations
 
-import math
 import shlex
 
 from .model import FixOp, ResolvedOp, ValueSpec
@@ -58,7 +57,7 @@ def derive_value(spec: ValueSpec, base: str) -> str | None:
     if number is None:
         return None
     if spec.derive == "halve":
-        result = math.floor(number / 2) if "." not in base else number / 2
+        result = int(number // 2) if "." not in base else number / 2
     elif spec.derive == "step_down":
         result = round(number - 0.05, 2) if number <= 1 else number * 0.9
     elif spec.derive == "step_up":
