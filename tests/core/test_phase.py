@@ -127,3 +127,64 @@ def test_unknown_phase_rules_out_phase_bound_rules() -> None:
     # An OOM with no phase is the generic device OOM, not the serving one.
     [finding] = analyze(OOM + "\n").findings
     assert finding.rule_id == "device-oom"
+
+
+WORKER = "(VllmWorker TP0 pid=9) ERROR 03-03 19:38:29 [multiproc_executor.py:671] "
+FAILED = (
+    "RuntimeError: Format of weight in npu_grouped_matmul is FRACTAL_NZ, current CANN version do not support"
+)
+
+
+def carried_death(frame: str, message: str = FAILED, quoted: str | None = None) -> list[str]:
+    """A worker's error logged without a stack, then EngineCore's RPC wrapper quoting it."""
+    quoted = message.split(": ", 1)[1] if quoted is None else quoted
+    return [
+        WORKER + message,
+        *traceback(
+            ["run_engine_core", frame, "collective_rpc"],
+            f"RuntimeError: Worker failed with error '{quoted}', please check the stack trace above for the root cause",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("frame", "expected"),
+    [
+        ("determine_available_memory", "memory_profiling"),
+        ("load_model", "model_loading"),
+        ("capture_model", "cuda_graph_capture"),
+    ],
+)
+def test_a_worker_error_without_a_stack_takes_the_phase_of_the_stack_that_carried_it(
+    frame: str, expected: str
+) -> None:
+    """The worker logged its error with no traceback; EngineCore's wrapper quoting it was in the
+    RPC that asked the worker for that step: its frames name the phase."""
+    lines = carried_death(frame)
+    text = "\n".join(lines) + "\n"
+    [finding] = analyze(text).findings
+    assert finding.line == 0  # the worker's own line is the root, not the wrapper
+    assert (finding.phase, finding.phase_line, finding.phase_source) == (expected, None, "carrier")
+    assert "carried the error on" in phase_words(finding)
+    assert timeline_phase_at(text, finding.line) == expected
+
+
+def test_a_marker_before_the_root_still_names_the_phase_of_a_carried_error() -> None:
+    lines = [info(MARKERS["model_loading"]), *carried_death("determine_available_memory")]
+    [finding] = analyze("\n".join(lines) + "\n").findings
+    assert (finding.phase, finding.phase_source) == ("model_loading", "marker")
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # a later exception that does not quote the root
+        carried_death("determine_available_memory", quoted="something else went wrong on the worker"),
+        # a root too short to be told from other messages' words
+        carried_death("determine_available_memory", message="RuntimeError: failed"),
+    ],
+    ids=["not-quoted", "too-short"],
+)
+def test_only_an_exception_quoting_the_root_lends_it_a_phase(lines: list[str]) -> None:
+    [finding] = analyze("\n".join(lines) + "\n").findings
+    assert finding.line == 0 and finding.phase == UNKNOWN and finding.phase_source == "unknown"

@@ -129,6 +129,31 @@ def _copies(scan: Scan, event: ExceptionEvent, run: tuple[int, int]) -> list[int
     return [line for line in same if line != event.line][:_MAX_RELATED]
 
 
+# A root's message is looked for in a later exception's by at most this much of its start, and
+# only when it is at least this long (a short one could be any message's words).
+_CARRIED_CHARS = 120
+_MIN_CARRIED = 24
+
+
+def _carrier_frames(scan: Scan, event: ExceptionEvent, run: tuple[int, int]) -> list[str]:
+    """The frames (`path:function`) of the first later exception in the run whose message quotes
+    the root's (EngineCore's `RuntimeError: Worker failed with error '<message>'`, a re-raise
+    wrapping it), or []: where the process that carried the failure on was when it learnt of it."""
+    quoted = event.message.strip()[:_CARRIED_CHARS]
+    if len(quoted) < _MIN_CARRIED:
+        return []
+    for cand in _events_in(scan, run):
+        later = cand.event
+        if (
+            later.line > event.line
+            and later.frames
+            and later.message != event.message
+            and quoted in later.message
+        ):
+            return [f"{f.path}:{f.function or ''}" for f in later.frames]
+    return []
+
+
 def _frames_text(cand: Candidate) -> list[str]:
     # (a fault's own frames: the stack `faulthandler` printed after it; a traceback cut before its
     # exception line has no chain: the frames read are the candidate's, see `scan._add_logged_message`)
@@ -176,7 +201,9 @@ def build_finding(
     window = _window_text(index, root_offset, event.line, run)
     own_frames = [f"{f.path}:{f.function or ''}" for f in event.frames]
     root_end = index.line_end_at(root_offset)
-    phase, phase_line, phase_source = death_phase(index, catalog, own_frames, run_offset, root_end)
+    phase, phase_line, phase_source = death_phase(
+        index, catalog, own_frames, run_offset, root_end, lambda: _carrier_frames(scan, event, run)
+    )
     root_text = _root_text(cand)
     rule, captures = classify(catalog, root_text, chain, frames, window, phase, matches)
     version = parse_version(context.vllm_version)

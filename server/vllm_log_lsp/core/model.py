@@ -340,7 +340,7 @@ class Finding:
     considered: tuple[Considered, ...] = ()  # other candidates and why each was not the cause
     confidence: Confidence = "medium"
     origin: MessageOrigin | None = None  # where the root cause's message is raised, when mined
-    phase_source: Literal["frames", "marker", "unknown"] = "marker"  # what `phase` was read from
+    phase_source: Literal["frames", "marker", "carrier", "unknown"] = "marker"  # what `phase` was read from
 
     @property
     def line(self) -> int:

@@ -2,8 +2,11 @@
 
 `death_phase` reads it from the root cause's own stack frames when they tell (the innermost
 telling frame is the most precise: torch.compile and CUDA-graph capture run inside memory
-profiling), else from the last lifecycle marker of the run before the root. When neither tells,
-the phase is `unknown` rather than a guess. The diagnostic, the hover, `check` (text and JSON),
+profiling), else from the last lifecycle marker of the run before the root, else from the stack
+of a later exception that carried the root's message (a worker's error logged without a stack,
+then quoted by EngineCore's `Worker failed with error '…'`: the RPC that engine stack was in
+names the step the worker failed in). When none tells, the phase is `unknown` rather than a
+guess. The diagnostic, the hover, `check` (text and JSON),
 the HTML report and the outline all take the finding's phase; the outline's timeline is made to
 agree with it by `timeline_with_deaths`.
 """
@@ -27,7 +30,7 @@ UNKNOWN = UNKNOWN_PHASE
 
 #: Where a death's phase was read from.
 if TYPE_CHECKING:
-    PhaseSource = Literal["frames", "marker", "unknown"]
+    PhaseSource = Literal["frames", "marker", "carrier", "unknown"]
 else:  # a name for annotations only
     PhaseSource = str
 
@@ -36,19 +39,28 @@ _MARKER_TRIES = 10
 
 
 def death_phase(
-    index: LogIndex, catalog: Catalog, frames: list[str], lo: int, hi: int
+    index: LogIndex,
+    catalog: Catalog,
+    frames: list[str],
+    lo: int,
+    hi: int,
+    carrier_frames: Callable[[], list[str]] | None = None,
 ) -> tuple[str, int | None, PhaseSource]:
     """The phase a root cause died in, the line that entered it (markers only), and the source.
 
     `frames` are the root exception's own frames as `path:function`, outermost first; `lo`/`hi`
-    bound the run's text up to the root's line end."""
+    bound the run's text up to the root's line end; `carrier_frames` gives, when asked, the
+    frames of a later exception that carried the root's message (none: [])."""
     phase = _phase_of_frames(catalog, frames)
     if phase is not None:
         return phase, None, "frames"
     pos, phase = _last_marker(index, catalog, lo, hi)
-    if pos < 0:
-        return UNKNOWN, None, "unknown"
-    return phase, index.line_of(pos), "marker"
+    if pos >= 0:
+        return phase, index.line_of(pos), "marker"
+    carried = _phase_of_frames(catalog, carrier_frames()) if carrier_frames is not None else None
+    if carried is not None:
+        return carried, None, "carrier"
+    return UNKNOWN, None, "unknown"
 
 
 def _phase_of_frames(catalog: Catalog, frames: list[str]) -> str | None:
@@ -95,6 +107,8 @@ def phase_words(finding: Finding, line_number: Callable[[int], int] = lambda lin
         return f"{title} (entered on line {line_number(finding.phase_line)})"
     if finding.phase_source == "frames":
         return f"{title} (from the root cause's stack frames)"
+    if finding.phase_source == "carrier":
+        return f"{title} (from the stack of the exception that carried the error on)"
     return title
 
 
