@@ -301,6 +301,39 @@ def test_unrecognized_still_says_what_it_knows() -> None:
     )
 
 
+_ENGINE = "(EngineCore_DP0 pid=42) ERROR 01-21 04:15:38 [core.py:938] "
+
+
+@pytest.mark.parametrize(
+    ("carried", "named"),
+    [
+        ("index 1 is out of bounds for dimension 0 with size 1", "error"),
+        ("IndexError: index 1 is out of bounds for dimension 0 with size 1", "IndexError"),
+    ],
+)
+def test_an_unrecognized_carried_error_is_told_as_the_error_not_its_wrapper(carried: str, named: str) -> None:
+    """EngineCore re-raises a worker's error as `RuntimeError: Worker failed with error '…'`:
+    the error no rule knows is the worker's (its own type when it names one), carried by that
+    RuntimeError — not a RuntimeError of the executor's module."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 491, in step_with_batch_queue',
+        "    exec_model_fut.result()",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/executor/multiproc_executor.py", line 342, in get_response',
+        "    raise RuntimeError(",
+        f"RuntimeError: Worker failed with error '{carried}', please check the stack trace above for the root cause",
+    ]
+    [finding] = analyze("".join(_ENGINE + line + "\n" for line in lines), CATALOG).findings
+    assert finding.rule_id == "unrecognized" and finding.line == 5
+    assert finding.evidence["exception_type"] == named and "component" not in finding.evidence
+    assert finding.evidence["carried_by"] == "RuntimeError in vllm/v1/executor/multiproc_executor.py"
+    assert finding.message == (
+        f"Unrecognized {named} carried by RuntimeError in vllm/v1/executor/multiproc_executor.py: "
+        "no rule knows this message"
+    )
+    assert finding.phase == "serving"  # (EngineCore's step with a batch queue)
+
+
 def _match_building_every_template(index: MessageIndex, type_name: str, message: str):
     """`MessageIndex.match` as it read before templates were built for matches only: every
     template of each anchor built, then matched and ranked the same way."""

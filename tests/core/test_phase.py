@@ -55,6 +55,7 @@ def timeline_phase_at(text: str, line: int) -> str | None:
         ("capture_model", "cuda_graph_capture"),
         ("load_model", "model_loading"),
         ("_dummy_sampler_run", "warmup"),
+        ("step_with_batch_queue", "serving"),  # EngineCore's step with a batch queue (PP, async scheduling)
     ],
 )
 def test_frames_beat_the_last_marker_and_the_outline_agrees(

@@ -18,6 +18,7 @@ from .model import ExceptionEvent, Finding, Frame, ResolvedFix, RunContext, Symp
 from .phase import death_phase
 from .scan import Candidate, Scan
 from .text import LogIndex, as_printed, clip_line
+from .tracebacks import looks_like_exception
 from .values import resolve_op
 from .versions import parse_version
 
@@ -223,7 +224,7 @@ def build_finding(
             )
     if rule is None:
         rule = catalog.rule("unrecognized") or _FALLBACK
-        captures = _what_is_known(event, own_frames or frames, mined)
+        captures = _what_is_known(event, own_frames or frames, mined, cand.inner_text)
         message = _unrecognized_message(captures)
     fixes = []
     for fix in rule.fixes_for(version):
@@ -276,14 +277,21 @@ def build_finding(
 
 
 def _what_is_known(
-    event: ExceptionEvent, frames: list[str], mined: origins.MessageMatch | None
+    event: ExceptionEvent, frames: list[str], mined: origins.MessageMatch | None, carried: str | None = None
 ) -> dict[str, str]:
     """What an unrecognised root cause still tells: its type, the vLLM module it came from (its
-    frames, else where the mined message is raised), and the mined message's values."""
+    frames, else where the mined message is raised), and the mined message's values. A message
+    `carried` by a wrapper (`Worker failed with error '…'`) is the error: its own type (when it
+    names one), and the wrapper that carried it from another process."""
     known = {"exception_type": event.type_name}
     component = origins.vllm_component([f.rsplit(":", 1)[0] for f in frames])
     if component is None and mined is not None:
         component = mined.template.sites[0].module
+    if carried:
+        named = looks_like_exception(carried)
+        known["exception_type"] = named.group("type") if named else "error"
+        known["carried_by"] = f"{event.type_name} in {component}" if component else event.type_name
+        component = None  # (where the wrapper was raised, not the error)
     if component:
         known["component"] = component
     if mined is not None:
@@ -292,6 +300,8 @@ def _what_is_known(
 
 
 def _unrecognized_message(known: dict[str, str]) -> str:
+    if "carried_by" in known:
+        return f"Unrecognized {known['exception_type']} carried by {known['carried_by']}: no rule knows this message"
     where = f" in {known['component']}" if "component" in known else ""
     return f"Unrecognized {known['exception_type']}{where}: no rule knows this message"
 
