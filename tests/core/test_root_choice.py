@@ -1343,3 +1343,52 @@ def test_a_message_outside_the_code_spans_of_its_line_still_counts() -> None:
         _log(["INFO 05-02 10:00:00 [api_server.py:1] vLLM API server version 0.9.1", line])
     ).findings
     assert [f.line for f in findings] == [1]  # (the death it reports, standing in for its cause)
+
+
+NPU_SUFFIX = (
+    "[ERROR] 2025-04-16-13:55:33 (PID:2867459, Device:-1, RankID:-1) ERR99999 UNKNOWN applicaiton exception"
+)
+
+
+@pytest.mark.parametrize("prefix", ["", "(APIServer pid=3100) "])
+def test_torch_npus_unknown_exception_suffix_is_no_cause(prefix: str) -> None:
+    """torch_npu prints `ERR99999 UNKNOWN applicaiton exception` under the message of any
+    exception without an error code of its own: it repeats the exception above it, and is
+    neither the root nor a candidate."""
+    text = "\n".join(
+        [
+            prefix + "Traceback (most recent call last):",
+            prefix + '  File "/x/vllm/engine/arg_utils.py", line 1126, in create_engine_config',
+            prefix + "    device_config = DeviceConfig(device=self.device)",
+            prefix + "RuntimeError: Failed to infer device type",
+            prefix + NPU_SUFFIX,
+        ]
+    )
+    [finding] = analyze(text + "\n").findings
+    assert finding.line == 3 and finding.root_text.endswith("Failed to infer device type")
+    assert all(c.line != 4 for c in finding.considered)
+
+
+def test_an_echoed_outcome_with_the_npu_suffix_does_not_outrank_the_log_under_it() -> None:
+    """An issue pastes the last lines it saw (the exception and torch_npu's suffix) above the
+    whole log: the log's own failure is the root."""
+    text = "\n".join(
+        [
+            "RuntimeError: Failed to infer device type",
+            NPU_SUFFIX,
+            "INFO 04-16 13:55:44 __init__.py:30] Available plugins for group vllm.platform_plugins:",
+            "ERROR 04-16 13:55:44 __init__.py:46] Failed to load plugin ascend",
+            "ERROR 04-16 13:55:44 __init__.py:46] Traceback (most recent call last):",
+            'ERROR 04-16 13:55:44 __init__.py:46]   File "/x/vllm/plugins/__init__.py", line 42, in load_plugins_by_group',
+            "ERROR 04-16 13:55:44 __init__.py:46]     func = plugin.load()",
+            "ERROR 04-16 13:55:44 __init__.py:46] ModuleNotFoundError: No module named 'vllm_ascend'",
+            "INFO 04-16 13:55:44 __init__.py:211] No platform detected, vLLM is running on UnspecifiedPlatform",
+            "ERROR 04-16 13:55:44 engine.py:400] Failed to infer device type",
+            "ERROR 04-16 13:55:44 engine.py:400] Traceback (most recent call last):",
+            'ERROR 04-16 13:55:44 engine.py:400]   File "/x/vllm/config.py", line 1660, in __init__',
+            'ERROR 04-16 13:55:44 engine.py:400]     raise RuntimeError("Failed to infer device type")',
+            "ERROR 04-16 13:55:44 engine.py:400] RuntimeError: Failed to infer device type",
+        ]
+    )
+    findings = analyze(text + "\n").findings
+    assert findings and findings[0].line == 7 and findings[0].rule_id == "missing-python-module"
