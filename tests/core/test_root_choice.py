@@ -243,6 +243,25 @@ def test_a_warning_about_something_else_stays_a_precursor() -> None:
     assert finding.root_text == "ValueError: unknown quantization method 'fp5'"
 
 
+@pytest.mark.parametrize(
+    "fatal",
+    [
+        "NotImplementedError: _C::rotary_embedding: attempted to run this operator with Meta tensors, but there "
+        "was no fake impl or Meta kernel registered.",
+        "NotImplementedError: _C::rms_norm.default: attempted to run this operator with Meta tensors, but there "
+        "was no fake impl or Meta kernel registered. You may have run into this message while using torch.compile",
+    ],
+)
+def test_an_op_that_is_registered_but_untraceable_is_not_blamed_on_a_failed_import(fatal: str) -> None:
+    """`_C::op` lacking only a fake (Meta) kernel was registered (a platform plugin's op under
+    `_C`, vLLM's own extension unused there): the failed `vllm._C` import did not take it away,
+    and the op's own error is the root."""
+    warning = 'WARNING 08-13 09:55:12 [_custom_ops.py:20] Failed to import from vllm._C with ImportError("x")'
+    lines = [*V0_PROFILE[:2], warning, V0_PROFILE[2], f"ERROR 08-13 09:55:20 [core.py:1] {fatal}"]
+    [finding] = analyze(_log(lines)).findings
+    assert finding.line == 4 and finding.rule_id == "custom-op-no-fake-kernel"
+
+
 @pytest.mark.parametrize("signal", ["SIGSEGV", "SIGBUS", "SIGABRT"])
 @pytest.mark.parametrize("prefix", ["", "(EngineCore_DP0 pid=742) (RayWorkerWrapper pid=233, ip=10.0.0.5) "])
 def test_a_failure_signal_dump_is_a_fatal_fault(signal: str, prefix: str) -> None:
