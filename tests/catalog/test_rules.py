@@ -187,3 +187,25 @@ def test_operation_not_permitted_is_a_capture_failure_only_where_capture_ran(fra
     text = "torch.AcceleratorError: CUDA error: operation not permitted"
     found, _ = classify(CATALOG, text, [text], frames, [], phase)
     assert found is not None and found.id == expected
+
+
+@pytest.mark.parametrize(
+    ("frames", "expected"),
+    [
+        (
+            ["/x/vllm/v1/worker/gpu_worker.py:init_device", "/x/torch/cuda/__init__.py:set_device"],
+            "gpu-index-not-visible",
+        ),
+        (["/x/vllm/worker/worker.py:init_device"], "gpu-index-not-visible"),
+        (["/x/vllm/v1/worker/gpu_model_runner.py:execute_model"], "cuda-error"),
+        ([], "cuda-error"),
+    ],
+)
+def test_invalid_device_ordinal_is_a_layout_problem_only_where_a_worker_selects_its_gpu(
+    frames, expected
+) -> None:
+    """`invalid device ordinal` while a worker selects its GPU is a parallel layout wider than
+    the visible devices; the same words elsewhere are a plain CUDA error."""
+    text = "torch.AcceleratorError: CUDA error: invalid device ordinal"
+    found, _ = classify(CATALOG, text, [text], frames, [], "")
+    assert found is not None and found.id == expected
