@@ -209,3 +209,33 @@ def test_invalid_device_ordinal_is_a_layout_problem_only_where_a_worker_selects_
     text = "torch.AcceleratorError: CUDA error: invalid device ordinal"
     found, _ = classify(CATALOG, text, [text], frames, [], "")
     assert found is not None and found.id == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "frames", "expected"),
+    [
+        # a plugin importing a vLLM module this vLLM lacks
+        (
+            "ModuleNotFoundError: No module named 'vllm.v1.worker.gpu_input_batch'",
+            ["/x/vllm_ascend/worker/model_runner_v1.py:__init__"],
+            "plugin-version-mismatch",
+        ),
+        # the same words from vLLM's own code: a broken or partial install
+        (
+            "ModuleNotFoundError: No module named 'vllm._C'",
+            ["/x/vllm/_custom_ops.py:<module>"],
+            "missing-python-module",
+        ),
+        # vLLM asking the plugin for a module this plugin release lacks, from vLLM's frames
+        (
+            "ModuleNotFoundError: No module named 'vllm_ascend.compilation'",
+            ["/x/vllm/utils.py:resolve_obj_by_qualname"],
+            "plugin-module-missing",
+        ),
+        # a plugin that is not installed at all is a missing package
+        ("ModuleNotFoundError: No module named 'vllm_ascend'", [], "missing-python-module"),
+    ],
+)
+def test_a_module_missing_between_vllm_and_its_plugin_is_a_version_mismatch(text, frames, expected) -> None:
+    found, _ = classify(CATALOG, text, [text], frames, [], "")
+    assert found is not None and found.id == expected
