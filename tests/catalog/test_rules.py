@@ -239,3 +239,23 @@ def test_invalid_device_ordinal_is_a_layout_problem_only_where_a_worker_selects_
 def test_a_module_missing_between_vllm_and_its_plugin_is_a_version_mismatch(text, frames, expected) -> None:
     found, _ = classify(CATALOG, text, [text], frames, [], "")
     assert found is not None and found.id == expected
+
+
+@pytest.mark.parametrize(
+    ("frames", "is_mismatch"),
+    [
+        (
+            [
+                "/x/vllm/transformers_utils/tokenizer.py:get_cached_tokenizer",
+                "/x/transformers/tokenization_utils_base.py:__getattr__",
+            ],
+            True,
+        ),
+        (["/x/vllm/config.py:__init__", "/x/transformers/configuration_utils.py:__getattribute__"], True),
+        (["/x/vllm/model_executor/models/llama.py:forward"], False),  # vLLM's own object: not transformers'
+    ],
+)
+def test_an_attribute_only_transformers_refuses_is_a_transformers_mismatch(frames, is_mismatch: bool) -> None:
+    text = "AttributeError: TokenizersBackend has no attribute all_special_tokens_extended"
+    found, _ = classify(CATALOG, text, [text], frames, [], "")
+    assert (found is not None and found.id == "transformers-api-mismatch") == is_mismatch
