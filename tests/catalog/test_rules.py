@@ -259,3 +259,21 @@ def test_an_attribute_only_transformers_refuses_is_a_transformers_mismatch(frame
     text = "AttributeError: TokenizersBackend has no attribute all_special_tokens_extended"
     found, _ = classify(CATALOG, text, [text], frames, [], "")
     assert (found is not None and found.id == "transformers-api-mismatch") == is_mismatch
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("161002", "ascend-operator-bad-arguments"),  # ACLNN_ERR_PARAM_INVALID: the caller's inputs
+        ("161001", "ascend-operator-bad-arguments"),  # ACLNN_ERR_PARAM_NULLPTR
+        ("561103", "ascend-operator-failed"),  # an inner error: kernels, chip, versions
+        ("561002", "ascend-operator-failed"),
+    ],
+)
+def test_an_aclnn_parameter_check_is_the_callers_inputs_not_the_installation(
+    code: str, expected: str
+) -> None:
+    text = f"RuntimeError: addmm:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:112 NPU function error: call aclnnAddmm failed, error code is {code}"
+    frames = ["/x/torch_npu/utils/_module.py:forward", "/x/vllm_ascend/ops/linear.py:apply"]
+    found, _ = classify(CATALOG, text, [text], frames, ["Ascend"], "")
+    assert found is not None and found.id == expected
