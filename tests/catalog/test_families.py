@@ -256,8 +256,12 @@ FAMILY_WORDINGS = [
         "build_dependencies",
     ),
     (
-        "RuntimeError: rotary_embedding:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:52 NPU function error: call aclnnRotaryPosEmb failed, error code is 161002",
+        "RuntimeError: rotary_embedding:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:52 NPU function error: call aclnnRotaryPosEmb failed, error code is 561103",
         "gpu_platform",
+    ),
+    (  # (161002: aclnn's parameter check refused the inputs: the caller's tensors, not the install)
+        "RuntimeError: rotary_embedding:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:52 NPU function error: call aclnnRotaryPosEmb failed, error code is 161002",
+        "runtime_faults",
     ),
     ("ValueError: Sliding window with chunked prefill is not supported for this model.", "config"),
     ("NotImplementedError: LoRA is not implemented for encoder-decoder models", "config"),
