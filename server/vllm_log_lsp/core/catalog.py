@@ -285,6 +285,9 @@ class Marker:
     after_death_only: bool = False
     last_resort: bool = False  # survived: still the root when nothing else explains the death
     promote: str = ""  # precursor: the capture naming what failed; a fatal error naming it follows from it
+    # precursor with `promote`: a fatal error this matches does not follow from it, though it names
+    # what failed (it shows that thing is there)
+    promote_unless: Pattern | None = None
     reason: Pattern | None = None  # headline: the message line that states the cause
     above: int = 0  # headline: the reason may also stand this many lines above (words over a code)
     # precursor: a fatal error this matches only reports a failure whose details this line states
@@ -775,6 +778,8 @@ def _parse_markers(
             reasons = _compile_all(reason, where, line, BUILTIN_REGEX_TIMEOUT, errors) if reason else []
             details = raw.get("details_for")
             defers = _compile_all(details, where, line, BUILTIN_REGEX_TIMEOUT, errors) if details else []
+            unless = raw.get("promote_unless")
+            exceptions = _compile_all(unless, where, line, BUILTIN_REGEX_TIMEOUT, errors) if unless else []
             markers.setdefault(kind, []).append(
                 Marker(
                     kind=kind,
@@ -790,6 +795,7 @@ def _parse_markers(
                     promote=str(raw.get("promote", "")),
                     reason=reasons[0] if reasons else None,
                     details_for=defers[0] if defers else None,
+                    promote_unless=exceptions[0] if exceptions else None,
                     above=int(raw.get("above", 0)),
                     offset=int(raw.get("offset", 0)),
                 )
@@ -1017,7 +1023,8 @@ def _patterns_of(rules: list[Rule], markers: dict[str, list[Marker]]) -> Iterato
     for rule in rules:
         yield from (*rule.match, *rule.frames, *rule.context, *rule.evidence)
     for marker in (m for kind in markers.values() for m in kind):
-        yield from (p for p in (marker.pattern, marker.reason, marker.details_for) if p is not None)
+        patterns = (marker.pattern, marker.reason, marker.details_for, marker.promote_unless)
+        yield from (p for p in patterns if p is not None)
 
 
 def catalog_with_user_files(paths: Iterable[str | Path]) -> Catalog:

@@ -750,23 +750,13 @@ def promote_precursor(
     return promote_details(index, catalog, scan, _promote_named(catalog, scan, choice, run_start), run_start)
 
 
-# The fatal error says the operator it names is registered, and only lacks what torch.compile
-# traces it with (a fake / Meta kernel): an extension that failed to import did not take it away
-# (a platform plugin registers its own ops under `_C`, and vLLM's `_C` is not used there).
-_REGISTERED_WITHOUT_FAKE = regexes.compile(
-    r"no fake impl or Meta kernel registered|attempted to run this operator with Meta tensors"
-)
-
-
 def _promote_named(catalog: Catalog, scan: Scan, choice: RootChoice, run_start: int) -> RootChoice:
     root = choice.candidate.event
-    if _REGISTERED_WITHOUT_FAKE.search(root.text):
-        return choice
     haystack = "\n".join([root.text] + [f"{f.path} {f.function or ''}" for f in root.frames])
     promoting = {m.id: m for m in catalog.markers_of("precursor") if m.promote}
     for precursor, line in precursors_in(scan, run_start, root.line):
         marker = promoting.get(precursor.id)
-        if marker is None:
+        if marker is None or (marker.promote_unless is not None and marker.promote_unless.search(root.text)):
             continue
         found = marker.pattern.search(line.message)
         subject = (found.groupdict().get(marker.promote) or "") if found else ""
