@@ -127,6 +127,17 @@ def test_a_growing_document_analyses_as_a_fresh_analysis(
     grow_document(text, [int(f * len(text)) for f in fractions] + picked, exclusive)
 
 
+@pytest.mark.parametrize("name", ["125.log", *sorted(TEXTS)[:: max(len(TEXTS) // 6, 1)]])
+def test_a_document_grown_from_its_first_lines_follows_its_appends(name: str) -> None:
+    """A log opened while its first lines only are written (too few to tell its order or its
+    wrapping), appended to in place: each analysis follows the last one's index. (125 grown
+    from its first two lines once read them as a paste newest first.)"""
+    text = TEXTS[name]
+    ends = [at + 1 for at, char in enumerate(text[:4096]) if char == "\n"][:3]
+    for lines in range(1, len(ends) + 1):
+        grow_document(text, [0, *ends[:lines]], [True])
+
+
 def test_a_growing_restart_loop_at_every_delicate_cut() -> None:
     """A death followed by a restart, appended to in place at every delicate point in turn."""
     restarts = [n for n, text in TEXTS.items() if len(fresh(text).run_starts) > 1 and fresh(text).findings]

@@ -115,23 +115,39 @@ def test_a_traceback_upside_down_tells_the_order_without_timestamps(between: lis
     assert death == (len(lines) - 1, deaths(text)[0][1]) and death[1] != "unrecognized"
 
 
-CARETS = "             ^^^^^^^^^^^^^^^^^"
-
-
 @pytest.mark.parametrize("start", [1, 2, 3])
-@pytest.mark.parametrize("carets", [False, True])
-def test_a_headless_traceback_upside_down_tells_the_order(start: int, carets: bool) -> None:
-    """A paste that starts inside a traceback (at a frame, or at a frame's code line): the
-    code lines and the exception line are above the frames they belong to."""
+@pytest.mark.parametrize("marks", ["", "             ^^^^^^^^^^^^^^^^^", "    ~~~~~~~~~~^^^^^^^^^^"])
+@pytest.mark.parametrize("prefix", ["", "app-1  | (EngineCore_DP0 pid=36) "])
+def test_a_headless_traceback_upside_down_tells_the_order(start: int, marks: str, prefix: str) -> None:
+    """A paste that starts inside a traceback (at a frame, or at a frame's code line), with or
+    without the `^^^` marks under each code line (Python 3.11; 3.13 adds `~`), behind a
+    collector's and vLLM's prefixes or none: the code lines and the exception line are above
+    the frames they belong to."""
     body = [
-        line
+        prefix + line
         for code in TRACEBACK[start:]
-        for line in ([code, CARETS] if carets and code.startswith("    ") else [code])
+        for line in ([code, marks] if marks and code.startswith("    ") else [code])
     ]
     text = "\n".join(["(APIServer pid=1) INFO:     Shutting down", *body]) + "\n"
     assert not newest_first(text)
     assert newest_first(newest_on_top(text))
     assert deaths(newest_on_top(text), flip=True) == deaths(text)
+
+
+@pytest.mark.parametrize("prefix", ["", "ocr-paddle-vl-2  | (EngineCore_DP0 pid=36) "])
+def test_a_paste_cut_to_a_code_line_and_the_next_frame_says_nothing_of_its_order(prefix: str) -> None:
+    """Frames and code lines without their exception line (a paste or the sample cut it off)
+    alternate whichever way up they are: where the cut fell, not the order, decides which pairs
+    come first. They are no evidence, either way up. (Two lines of corpus 125, a code line
+    and the next frame, once read as a paste newest first.)"""
+    pair = [
+        f"{prefix}    self._process_engine_step()",
+        f'{prefix}  File "/x/vllm/v1/engine/core.py", line 919, in step',
+    ]
+    frames = [prefix + line for line in TRACEBACK[1:5]]
+    for lines in (pair, pair[::-1], [TRACEBACK[2], *pair], frames, frames[::-1], frames[1:], frames[:0:-1]):
+        assert not newest_first("\n".join(lines) + "\n")
+        assert not newest_first("\n".join([*lines, "\0" * 70_000]))
 
 
 def test_timestamps_going_down_but_tracebacks_the_right_way_up_are_in_order() -> None:

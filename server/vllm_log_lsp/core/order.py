@@ -9,7 +9,7 @@ in order does not give:
   log interleaving processes or restarts still goes up far more often than down);
 - a traceback's header has its frames above it and none below (a frame within a few lines:
   another process's line may come between); without a header (a paste that starts inside a
-  traceback), each frame's code line is above its `File "…"` line instead of below it.
+  traceback), its exception line is above its last frame's code instead of below it.
 The headers decide where the timestamps say nothing or lean down (a log that is in no order
 goes up about as often as down); the timestamps, where the headers do not say the opposite.
 
@@ -58,7 +58,7 @@ def newest_first(text: Text) -> bool:
     down, up = _time_steps(lines)
     back, forth = _header_sides(lines)
     if back == forth == 0:  # no header to tell (a paste that starts inside a traceback)
-        turned = _code_above_frames(lines)
+        turned = _exceptions_above_frames(lines)
         back, forth = int(turned > 0), int(turned < 0)
     time_says_reversed = down >= _MIN_DOWN and down >= _DOWN_SHARE * up
     if time_says_reversed:
@@ -121,44 +121,56 @@ def _frame_side(below: list[str], above: list[str]) -> int:
     return 1 if near_below and not near_above else -1 if near_above and not near_below else 0
 
 
-def _code_above_frames(lines: list[str]) -> int:
-    """How many more times a frame's code line (indented under its `File "…"` line) comes just
-    above a frame line than just below one, the exception line next to the code counting one
-    more. Read downwards, a traceback alternates frame and code starting with a frame and
-    ends with its exception, so in order this is below 0 (one less per traceback, two for the
-    exception line), and upside down above."""
+def _exceptions_above_frames(lines: list[str]) -> int:
+    """How many more tracebacks have their exception line just above their last frame's code
+    (and its `^^^` marks) than just below it: read downwards, a traceback ends with its
+    exception, so in order this is below 0 and upside down above.
+
+    The frames and code lines alone say nothing: a run of them alternates, so its pairs of a
+    frame above its code and of a code above the next frame differ by one at most, and which
+    way only tells where the paste or the sample cut the run (in order, a paste that starts at
+    a code line has its frame cut off above, so that code and the next frame look upside down)."""
     turned = 0
     for at in range(len(lines) - 1):
         upper, lower = lines[at], lines[at + 1]
         if _FRAME in upper and _under(lower, upper):
-            turned -= 1 + _ends_traceback(lines[at + 2 : at + 4], upper)
+            turned -= _ends_traceback(lines[at + 2 : at + 4], upper)
         elif _FRAME in lower and _under(upper, lower):
-            turned += 1 + _ends_traceback(lines[max(at - 2, 0) : at][::-1], lower)
+            turned += _ends_traceback(lines[max(at - 2, 0) : at][::-1], lower)
     return turned
 
 
 def _ends_traceback(after_code: list[str], frame: str) -> bool:
     """Whether the exception line comes after a frame's code (and its `^^^` marks): the line
-    that ends a traceback, at the frame's indentation less two. It weighs one more (a paste
-    that starts at a code line has as many frames above their code as below)."""
+    that ends a traceback, at the frame's indentation less two."""
     base = frame.index(_FRAME) - 2
     for line in after_code:
-        if line.strip().startswith("^"):
+        if _marks(line, frame):
             continue
         return base >= 0 and _EXCEPTION.match(line, base) is not None
     return False
 
 
 def _under(code: str, frame: str) -> bool:
-    """Whether `code` is indented under `frame` as a frame's code line (or its `^^^` marks) is,
-    and is not a frame itself."""
+    """Whether `code` is indented under `frame` as a frame's code line is, and is not a frame
+    itself nor the `^^^` marks under a code line (which pair with no frame: in order they are
+    below their code, so a frame follows them, and upside down above it)."""
     column = frame.index(_FRAME)
     return (
         _FRAME not in code
         and code[column : column + 2] == "  "
         and len(code) > column + 2
         and not code[column + 2].isspace()
-    ) or (code[column : column + 4] == "    " and code.strip().startswith("^"))
+        and not _marks(code, frame)
+    )
+
+
+def _marks(line: str, frame: str) -> bool:
+    """Whether `line` is the `^^^` marks (`~~~^^^~~~` since Python 3.13) under a code line of
+    `frame`'s traceback: past the prefix the frame has, nothing but marks."""
+    column = frame.index(_FRAME)
+    marks = line[column:].strip()
+    return line[column : column + 2] == "  " and marks[:1] in ("^", "~") and not marks.strip("^~")
 
 
 class ReversedLines:
