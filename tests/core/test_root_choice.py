@@ -1411,3 +1411,68 @@ def test_an_echoed_outcome_with_the_npu_suffix_does_not_outrank_the_log_under_it
     )
     findings = analyze(text + "\n").findings
     assert findings and findings[0].line == 7 and findings[0].rule_id == "missing-python-module"
+
+
+def _re_raised(context: str, final: str, link: str, prefix: str) -> list[str]:
+    """A lookup's exception (`context`, raised in a library) chained to `final`, raised by a
+    mapping's `__missing__` while vLLM's own frames called it."""
+    return [
+        prefix + line
+        for line in [
+            "EngineCore hit an exception: Traceback (most recent call last):",
+            '  File "/x/site-packages/cachetools/__init__.py", line 68, in __getitem__',
+            "    return self.__data[key]",
+            "           ~~~~~~~~~~~^^^^^",
+            context,
+            "",
+            link,
+            "",
+            "Traceback (most recent call last):",
+            '  File "/x/vllm/v1/engine/core.py", line 380, in run_engine_core',
+            "    engine_core.run_busy_loop()",
+            '  File "/x/vllm/v1/engine/mm_input_cache.py", line 76, in get_and_update_p1',
+            "    mm_input = self.mm_cache[mm_hash]",
+            '  File "/x/site-packages/cachetools/__init__.py", line 97, in __missing__',
+            "    raise KeyError(key)",
+            final,
+            "",
+        ]
+    ]
+
+
+HANDLING = "During handling of the above exception, another exception occurred:"
+DIRECT = "The above exception was the direct cause of the following exception:"
+ENGINE_ERROR = "ERROR 07-01 17:00:59 [core.py:387] "
+
+
+@pytest.mark.parametrize("link", [HANDLING, DIRECT])
+@pytest.mark.parametrize("prefix", [ENGINE_ERROR, "(EngineCore_DP0 pid=9) " + ENGINE_ERROR])
+@pytest.mark.parametrize(
+    "key", ["'1ec007c256916d72e00681199e5e467a489a2b307e30b6dbbf168dc8d54f85bd'", "'0f3a9c2b1d4e5f60'"]
+)
+def test_an_exception_re_raised_as_itself_is_told_by_the_link_that_holds_the_callers_frames(
+    link: str, prefix: str, key: str
+) -> None:
+    """The same type and message again (a `__missing__` re-raising the lookup's `KeyError`): one
+    error, and the later link's frames say where in vLLM it failed."""
+    error = f"KeyError: {key}"
+    lines = [*STARTUP, *_re_raised(error, error, link, prefix)]
+    [finding] = analyze(_log(lines)).findings
+    assert finding.line == len(STARTUP) + 15
+    assert finding.rule_id == "multimodal-cache-miss"
+
+
+@pytest.mark.parametrize(
+    "final",
+    [
+        "KeyError: 'another-key'",
+        "RuntimeError: cleanup failed while handling the lookup",
+        "ValueError: '0f3a9c2b1d4e5f60'",
+    ],
+)
+def test_a_different_error_raised_while_handling_one_leaves_the_first_the_root(final: str) -> None:
+    """Another message or another type raised while handling the lookup's error: the first is
+    the cause and stays the root."""
+    lines = [*STARTUP, *_re_raised("KeyError: '0f3a9c2b1d4e5f60'", final, HANDLING, ENGINE_ERROR)]
+    [finding] = analyze(_log(lines)).findings
+    assert finding.line == len(STARTUP) + 4

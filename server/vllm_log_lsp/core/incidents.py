@@ -640,22 +640,33 @@ def _bare(cand: Candidate) -> bool:
 
 
 def _in_words(chosen: Candidate, group: list[Candidate]) -> Candidate:
-    """A bare exception (`TimeoutError`, no message) re-raised as the same type with a message
-    (`TimeoutError: RPC call to execute_model timed out.`): the link that says it in words."""
+    """The link of `chosen`'s chain that raised it as the program saw it: a bare exception
+    (`TimeoutError`, no message) re-raised as the same type with a message (`TimeoutError: RPC
+    call to execute_model timed out.`) is said in words by the later link; one re-raised as the
+    same type with the same message (a mapping's `__missing__` raising the `KeyError` it was
+    handling) is the same error, and the later link's frames are the caller's (where in vLLM
+    it failed), where the first holds only the library's lookup."""
     tb = chosen.traceback
-    if chosen.event.message or tb is None:
+    if tb is None:
         return chosen
-    bare = chosen.event.type_name.rsplit(".", 1)[-1]
-    for cand in group:
-        event = cand.event
-        if (
-            cand.traceback is tb
-            and event.chain_index == chosen.event.chain_index + 1
-            and event.message
-            and event.type_name.rsplit(".", 1)[-1] == bare
-        ):
-            return cand
-    return chosen
+    while True:
+        event = chosen.event
+        bare = event.type_name.rsplit(".", 1)[-1]
+        later = next(
+            (
+                cand
+                for cand in group
+                if cand.traceback is tb
+                and cand.event.chain_index == event.chain_index + 1
+                and cand.event.message
+                and cand.event.type_name.rsplit(".", 1)[-1] == bare
+                and (not event.message or cand.event.message == event.message)
+            ),
+            None,
+        )
+        if later is None:
+            return chosen
+        chosen = later
 
 
 _GROUP_WHY = {
