@@ -49,6 +49,7 @@ def _variants() -> list[str]:
         "(APIServer pid=100) ERROR 10-03 21:00:01 [serving_chat.py:245] Traceback (most recent call last):",
         "(VllmWorker rank=1 pid=2301) INFO 01-02 03:04:05.678 [v1/engine/core.py:77] loaded 12 shards",
         "(RayWorkerWrapper pid=2, ip=10.0.0.1) WARNING 11-12 13:14:15 [a/b/c.py:9] retry 3 of 5",
+        "(MapWorker(MapBatches(vLLMEngineStageUDF)) pid=674640) ERROR 10-19 12:18:50 [core.py:588] IndexError: x",
         "(raylet) [2025-01-01 00:00:00] a raylet line 42",
         "(pid=123, ip=10.1.2.3) ValueError: 17 is not 18",
         "[rank0]: Traceback (most recent call last):",

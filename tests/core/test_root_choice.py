@@ -1476,3 +1476,56 @@ def test_a_different_error_raised_while_handling_one_leaves_the_first_the_root(f
     lines = [*STARTUP, *_re_raised("KeyError: '0f3a9c2b1d4e5f60'", final, HANDLING, ENGINE_ERROR)]
     [finding] = analyze(_log(lines)).findings
     assert finding.line == len(STARTUP) + 4
+
+
+@pytest.mark.parametrize("prefix", ["", "[rank0]: "])
+def test_an_error_re_raised_as_itself_by_a_wrapper_around_vllm_stays_where_vllm_raised_it(
+    prefix: str,
+) -> None:
+    """A fine-tuning library loading vLLM catches its error and raises it again with the same
+    words from its own frames: the first link's frames are vLLM's, where it failed."""
+    error = "RuntimeError: Qwen2.5-VL does not support _Backend.FLASHINFER backend now."
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.10/dist-packages/vllm/model_executor/models/qwen2_5_vl.py", line 255, in __init__',
+        "    raise RuntimeError(",
+        error,
+        "",
+        HANDLING,
+        "",
+        "Traceback (most recent call last):",
+        '  File "/workspace/train.py", line 79, in <module>',
+        "    model, tokenizer = FastVisionModel.from_pretrained(",
+        '  File "/usr/local/lib/python3.10/dist-packages/unsloth_zoo/vllm_utils.py", line 1690, in load_vllm',
+        "    raise RuntimeError(error)",
+        error,
+    ]
+    [finding] = analyze(_log([*STARTUP, *(prefix + line for line in lines)])).findings
+    assert finding.line == len(STARTUP) + 3
+
+
+@pytest.mark.parametrize(
+    "actor", ["MapWorker(MapBatches(vLLMEngineStageUDF))", "MapWorker(ReadParquet->MapBatches(PrepareImage))"]
+)
+@pytest.mark.parametrize("cut_frame", [True, False])
+def test_a_ray_data_worker_whose_name_holds_parentheses_is_one_writer(actor: str, cut_frame: bool) -> None:
+    """Ray Data names a map worker by the operators it runs (`MapWorker(MapBatches(f))`): its
+    lines are one writer's, and its traceback is read (here a paste that starts inside it, its
+    first frame line cut from its prefix, as copied from a terminal)."""
+    head = f"({actor} pid=674640) ERROR 10-19 12:18:50 [core.py:588] "
+    rope = "/x/vllm/model_executor/layers/rotary_embedding.py"
+    lines = [
+        *(['File "/x/vllm/executor/ray_utils.py", line 135, in execute_model_ray'] if cut_frame else []),
+        head + "    output = self.worker.model_runner.execute_model(",
+        head + '  File "/x/vllm/v1/worker/gpu_model_runner.py", line 456, in _update_states',
+        head + "    MRotaryEmbedding.get_input_positions_tensor(",
+        head + f'  File "{rope}", line 1330, in _vl_get_input_positions_tensor',
+        head + "    image_grid_thw[image_index][0],",
+        head + "    ~~~~~~~~~~~~~~^^^^^^^^^^^^^",
+        head + "IndexError: list index out of range",
+        f"({actor} pid=674640) INFO 10-19 12:18:50 [ray_distributed_executor.py:128] Shutting down Ray distributed executor.",
+        f"({actor} pid=674640) ERROR 10-19 12:18:50 [async_llm.py:419] AsyncLLM output_handler failed.",
+    ]
+    [finding] = analyze(_log(lines)).findings
+    assert finding.line == len(lines) - 3
+    assert finding.rule_id == "multimodal-placeholder-without-item"

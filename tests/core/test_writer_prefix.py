@@ -48,6 +48,8 @@ PROCESS = [
     "(Worker_TP0 pid=007) ",
     "(VllmWorker rank=1 pid=2) ",
     "(RayWorkerWrapper pid=2, ip=10.0.0.1) ",
+    "(MapWorker(MapBatches(vLLMEngineStageUDF)) pid=674640) ",
+    "(MapWorker(ReadParquet->MapBatches(f)) pid=12, ip=10.0.0.1) ",
     "(pid=12, ip=10.0.0.1) ",
     "(raylet) ",
     "(autoscaler +2m3s) ",

@@ -640,12 +640,14 @@ def _bare(cand: Candidate) -> bool:
 
 
 def _in_words(chosen: Candidate, group: list[Candidate]) -> Candidate:
-    """The link of `chosen`'s chain that raised it as the program saw it: a bare exception
-    (`TimeoutError`, no message) re-raised as the same type with a message (`TimeoutError: RPC
-    call to execute_model timed out.`) is said in words by the later link; one re-raised as the
-    same type with the same message (a mapping's `__missing__` raising the `KeyError` it was
-    handling) is the same error, and the later link's frames are the caller's (where in vLLM
-    it failed), where the first holds only the library's lookup."""
+    """The link of `chosen`'s chain that says its error best. A bare exception (`TimeoutError`,
+    no message) re-raised as the same type with a message (`TimeoutError: RPC call to
+    execute_model timed out.`) is said in words by the later link. One re-raised as the same
+    type with the same message is the same error: the link whose frames pass through vLLM (or
+    a platform plugin) says where it failed. That is the first, unless only the later one has
+    such frames: a mapping's `__missing__` raising the `KeyError` it was handling prints the
+    lookup first, with only the library's frames, then the caller's; a wrapper around vLLM
+    (`raise RuntimeError(str(e))` in a fine-tuning library) re-raises it from its own frames."""
     tb = chosen.traceback
     if tb is None:
         return chosen
@@ -664,9 +666,18 @@ def _in_words(chosen: Candidate, group: list[Candidate]) -> Candidate:
             ),
             None,
         )
-        if later is None:
+        if later is None or (event.message and (_through_vllm(event) or not _through_vllm(later.event))):
             return chosen
         chosen = later
+
+
+# A frame of vLLM's package or of a platform plugin's (`vllm_ascend/`), not a file named `vllm_*.py`.
+_VLLM_FRAME = regexes.compile(r"/vllm(?:_\w+)?/")
+
+
+def _through_vllm(event: ExceptionEvent) -> bool:
+    """Whether a frame of `event`'s traceback is vLLM's (or a platform plugin's)."""
+    return any(_VLLM_FRAME.search(frame.path) for frame in event.frames)
 
 
 _GROUP_WHY = {

@@ -43,9 +43,16 @@ _OUTER = regexes.compile(
     re.VERBOSE,
 )
 
+#: A process's name in its prefix: vLLM's (`EngineCore_DP0`, `Worker_TP1`), a Ray actor's class
+#: (`RayWorkerWrapper`), or a Ray Data worker's, which names the operators it runs with their
+#: parentheses (`MapWorker(MapBatches(vLLMEngineStageUDF))`, `MapWorker(ReadParquet->Map(f))`).
+PROCESS_NAME = r"[A-Za-z_][\w.\-]*(?:\((?:[\w.\->]|\([\w.\->]*\))*\))?"
+
 _PROCESS = regexes.compile(
     r"""
-    \((?P<name>[A-Za-z_][\w.\-]*(?:[ ](?:rank=\d+|TP\d+|PP\d+(?:_TP\d+)?))?)
+    \((?P<name>"""
+    + PROCESS_NAME
+    + r"""(?:[ ](?:rank=\d+|TP\d+|PP\d+(?:_TP\d+)?))?)
     [ ]pid=(?P<pid>\d+)(?:,[ ]ip=(?P<ip>[0-9A-Fa-f.:]+))?\)[ ]?
   | \((?P<ray>raylet|autoscaler[^)]*|pid=(?P<barepid>\d+)(?:,[ ]ip=[0-9A-Fa-f.:]+)?)\)[ ]?
   | \[rank(?P<rank>\d+)\]:[ ]?
@@ -483,7 +490,7 @@ def _plausible_compose(clean: str, match: re.Match[str]) -> bool:
 
 # Where vLLM's own part of a line begins: a process prefix, a logger header, a traceback line.
 _VLLM_START = regexes.compile(
-    r"\((?:[A-Za-z_][\w.\-]*(?:[ ]\w+=?\w*)?)[ ]pid=\d+[^)]*\)"
+    r"\((?:" + PROCESS_NAME + r"(?:[ ]\w+=?\w*)?)[ ]pid=\d+[^)]*\)"
     r"|\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ ]"
     + VLLM_HEADER_DATE
     + r"|Traceback[ ]\(most[ ]recent[ ]call[ ]last\):"

@@ -24,6 +24,7 @@ from . import regexes
 from .catalog import Catalog
 from .jsonlog import Transcriber, looks_like_json_log
 from .linebreaks import NewlineLines
+from .lines import PROCESS_NAME
 from .order import newest_first, oldest_first
 from .records import dataclass, field
 from .wraps import unwrap, wrap_width
@@ -37,7 +38,7 @@ _RUNTIME_TIME = regexes.compile(r"(?:\S+ )?\d{4}-(\d\d)-(\d\d)[T ](\d\d):(\d\d):
 # How far into a line a timestamp is looked for.
 _TIME_REACH = 200
 # A process prefix: who wrote a line (`(Worker_TP1 pid=7)`).
-_WRITER = regexes.compile(r"\(([A-Za-z_][\w.\-]*(?: \w+=?\w*)?) pid=(\d+)")
+_WRITER = regexes.compile(r"\((" + PROCESS_NAME + r"(?: \w+=?\w*)?) pid=(\d+)")
 # Lines sampled from each file to choose the clock and to tell whether files are one run.
 _SAMPLE_LINES = 4000
 

@@ -278,8 +278,9 @@ def _printed_process(first: LogLine) -> str | None:
 
 def _pieces_of(stream: str, process: str | None, printed: str | None, found: list[str]) -> tuple[str, ...]:
     if process:
-        found.append(printed or f"{process} pid=")
-    pieces = sorted((p for p in re.split(r"[|/:]", stream) if p), key=len, reverse=True)
+        # (a Ray Data worker's name holds parentheses, `MapWorker(MapBatches(f)) pid=7`: its parts)
+        found.extend(p for p in re.split(r"[()]", printed or f"{process} pid=") if p)
+    pieces = sorted((p for p in re.split(r"[|/:()]", stream) if p), key=len, reverse=True)
     found.extend(p for p in pieces if not any(p in f for f in found))
     # A colour code that lost its ESC is stripped next to a parenthesis (`[0;36m(Name pid=1)`):
     # a piece holding one might be split by a code in the raw text.
@@ -372,8 +373,10 @@ def read_traceback(
             else:
                 fed = feed(number, raw, line.message, line)
         if fed and one_record and not watching and reader.state in _AFTER_EXCEPTION:
-            window.widen(stream_literals(first))
-            watching = True
+            wider = stream_literals(first)
+            if wider:  # (a stream with no piece of text of its own cannot be watched)
+                window.widen(wider)
+            watching, one_record = bool(wider), bool(wider)
         if not fed:
             # Ended by the text's last line: in a growing log that line may be cut, and read
             # whole it may continue the traceback instead.

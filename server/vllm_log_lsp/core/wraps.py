@@ -63,7 +63,7 @@ _MIN_SHAPE_ROWS = 3
 # `TaskError: …`).
 _LINE_START = regexes.compile(
     r"""(?x)
-    \(\w[\w.\-]*(?:\ \w[\w.\-]*)*\ pid=\d+      # vLLM's or Ray's process prefix
+    \(\w[\w.\-]*(?:\((?:[\w.\->]|\([\w.\->]*\))*\))?(?:\ \w[\w.\-]*)*\ pid=\d+  # vLLM's or Ray's process prefix
     | (?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b
     | \[(?:rank\d+|default\d+|\d{4}-\d\d-\d\d|\d\d:\d\d|[A-Z]+\])
     | \d{4}-\d\d-\d\d[ T]\d\d:\d\d
