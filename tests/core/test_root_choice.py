@@ -1529,3 +1529,41 @@ def test_a_ray_data_worker_whose_name_holds_parentheses_is_one_writer(actor: str
     [finding] = analyze(_log(lines)).findings
     assert finding.line == len(lines) - 3
     assert finding.rule_id == "multimodal-placeholder-without-item"
+
+
+@pytest.mark.parametrize(
+    ("error", "rule"),
+    [
+        (
+            "ValueError: GGUF model with architecture ernie4_5-moe is not supported yet.",
+            "gguf-architecture-unsupported",
+        ),
+        (
+            "ValueError: GGUF model with architecture qwen3next is not supported yet.",
+            "gguf-architecture-unsupported",
+        ),
+        (
+            "OSError: /models/m does not appear to have a file named config.json. Checkout "
+            "'https://huggingface.co//models/m/tree/None' for available files.",
+            "model-config-missing",
+        ),
+        ("RuntimeError: the config holds an unexpected rope_scaling key 'mrope_interleaved'", None),
+    ],
+)
+def test_a_config_read_at_start_up_is_not_speculative_decoding(error: str, rule: str | None) -> None:
+    """vLLM reads every model's config through `maybe_override_with_speculators` (whether it is a
+    speculators model): an error there is the config's, not speculative decoding's."""
+    api = "(APIServer pid=162062) "
+    site = "/root/miniconda3/envs/vllm/lib/python3.10/site-packages"
+    lines = [
+        "Traceback (most recent call last):",
+        f'  File "{site}/vllm/engine/arg_utils.py", line 1351, in create_engine_config',
+        "    maybe_override_with_speculators(",
+        f'  File "{site}/vllm/transformers_utils/config.py", line 530, in maybe_override_with_speculators',
+        "    config_dict, _ = PretrainedConfig.get_config_dict(",
+        f'  File "{site}/transformers/modeling_gguf_pytorch_utils.py", line 431, in load_gguf_checkpoint',
+        '    raise ValueError(f"GGUF model with architecture {architecture} is not supported yet.")',
+        error,
+    ]
+    [finding] = analyze(_log([api + line for line in lines])).findings
+    assert finding.rule_id == rule if rule else finding.rule_id != "speculative-decoding-failure"
