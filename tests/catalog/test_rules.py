@@ -220,9 +220,17 @@ def test_invalid_device_ordinal_is_a_layout_problem_only_where_a_worker_selects_
             ["/x/vllm_ascend/worker/model_runner_v1.py:__init__"],
             "plugin-version-mismatch",
         ),
-        # the same words from vLLM's own code: a broken or partial install
+        # the same words from vLLM's own code: its compiled extension was never built (or the
+        # source folder shadows the installed package)
         (
             "ModuleNotFoundError: No module named 'vllm._C'",
+            ["/x/vllm/_custom_ops.py:<module>"],
+            "vllm-extension-not-built",
+        ),
+        ("ModuleNotFoundError: No module named 'vllm._moe_C'", [], "vllm-extension-not-built"),
+        # another of vLLM's modules missing from vLLM's own frames: a broken install
+        (
+            "ModuleNotFoundError: No module named 'vllm.third_party'",
             ["/x/vllm/_custom_ops.py:<module>"],
             "missing-python-module",
         ),
