@@ -1567,3 +1567,41 @@ def test_a_config_read_at_start_up_is_not_speculative_decoding(error: str, rule:
     ]
     [finding] = analyze(_log([api + line for line in lines])).findings
     assert finding.rule_id == rule if rule else finding.rule_id != "speculative-decoding-failure"
+
+
+@pytest.mark.parametrize("number", ["9:", "1204:"])
+def test_a_grep_n_of_a_journal_is_taken_apart(number: str) -> None:
+    """`journalctl -u vllm | grep -n …`: each line numbered by grep before the journal's prefix."""
+    journal = "Feb 26 17:41:22 host-1 python3.12[409240]: (EngineCore_DP0 pid=409240) "
+    lines = [
+        f"{number}{journal}ValueError: Free memory on device cuda:0 (0.32/23.56 GiB) on startup is less than "
+        "desired GPU memory utilization (0.9, 21.2 GiB). Decrease GPU memory utilization or reduce GPU memory "
+        "used by other processes.",
+        "67:Feb 26 17:41:24 host-1 systemd[1669]: vllm.service: Main process exited, code=exited, status=1/FAILURE",
+    ]
+    [finding] = analyze(_log(lines)).findings
+    assert finding.line == 0 and finding.rule_id == "gpu-memory-in-use"
+
+
+@pytest.mark.parametrize("prefix", ["", "qwen36-nightly  | "])
+@pytest.mark.parametrize("flags", [["api_key"], ["api_key", "ssl_keyfile"]])
+def test_the_rust_frontends_refusal_far_above_its_death_is_the_root(prefix: str, flags: list[str]) -> None:
+    """The Rust frontend refuses flags and exits at once; the launcher reports its death minutes
+    later, after the engine started: the refusal is the cause."""
+    lines = [
+        STARTUP[0],
+        "The following arguments are not implemented in Rust frontend yet:",
+        *(f"- {flag}" for flag in flags),
+        "",
+        "Remove these arguments to continue.",
+        *STARTUP[1:],
+        "ERROR 06-01 21:42:59 [utils.py:550] Exception occurred while running API servers: Process RustFrontend "
+        "(PID: 353) died with exit code 2",
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/utils.py", line 537, in wait_for_completion_or_failure',
+        "    raise RuntimeError(",
+        "RuntimeError: Process RustFrontend (PID: 353) died with exit code 2",
+    ]
+    [finding] = analyze(_log([prefix + line for line in lines])).findings
+    assert finding.line == 1 and finding.rule_id == "rust-frontend-unsupported-arguments"
+    assert "`api_key`" in finding.message

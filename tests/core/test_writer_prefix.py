@@ -38,6 +38,7 @@ OUTER = [
     "Dec 01 10:00:00 host vllm[12]: ",
     "> ",
     "5223:",
+    "109:Feb 26 17:41:39 host python3.12[409441]: ",
     "Line 12: ",
     "docker : ",
 ]

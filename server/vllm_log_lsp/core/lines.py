@@ -38,7 +38,7 @@ _OUTER = regexes.compile(
   | (?P<compose>(?P<service>\[?[A-Za-z0-9][\w.-]*\]?)[ ]+\|[ ]?)
   | (?P<journal>[A-Z][a-z]{2}[ ][ \d]\d[ ]\d\d:\d\d:\d\d[ ]\S+[ ](?P<unit>[\w.@-]+)(?:\[\d+\])?:[ ])
   | (?P<powershell>docker[ ]:[ ])
-  | (?P<grepn>Line[ ]\d+:[ ]|\d{1,8}:(?=\(|[A-Z]{4,}|Traceback|[ ]))
+  | (?P<grepn>Line[ ]\d+:[ ]|\d{1,8}:(?=\(|[A-Z]{4,}|Traceback|[ ]|[A-Z][a-z]{2}[ ][ \d]\d[ ]\d\d:\d\d:\d\d[ ]))
     """,
     re.VERBOSE,
 )

@@ -30,6 +30,7 @@ FORMS: dict[str, str] = {
     "initialization failed": "tialization failed",
     "leaked semaphore": "phore",
     "non-default args:": "n-default args:",
+    "not implemented in Rust frontend": "Rust frontend",
     "output_handler failed": "t_handler failed",
     "received signal": "ceived signal",
     "server version": "rver version",
