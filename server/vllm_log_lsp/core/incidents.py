@@ -671,8 +671,9 @@ def _in_words(chosen: Candidate, group: list[Candidate]) -> Candidate:
         chosen = later
 
 
-# A frame of vLLM's package or of a platform plugin's (`vllm_ascend/`), not a file named `vllm_*.py`.
-_VLLM_FRAME = regexes.compile(r"/vllm(?:_\w+)?/")
+# A frame of vLLM's package or of a platform plugin's (`vllm_ascend/`), not a file named `vllm_*.py`
+# (either slash: a Windows path too).
+_VLLM_FRAME = regexes.compile(r"[/\\]vllm(?:_\w+)?[/\\]")
 
 
 def _through_vllm(event: ExceptionEvent) -> bool:

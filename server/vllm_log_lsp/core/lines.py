@@ -45,8 +45,10 @@ _OUTER = regexes.compile(
 
 #: A process's name in its prefix: vLLM's (`EngineCore_DP0`, `Worker_TP1`), a Ray actor's class
 #: (`RayWorkerWrapper`), or a Ray Data worker's, which names the operators it runs with their
-#: parentheses (`MapWorker(MapBatches(vLLMEngineStageUDF))`, `MapWorker(ReadParquet->Map(f))`).
-PROCESS_NAME = r"[A-Za-z_][\w.\-]*(?:\((?:[\w.\->]|\([\w.\->]*\))*\))?"
+#: parentheses (`MapWorker(MapBatches(vLLMEngineStageUDF))`, `MapWorker(ReadParquet->Map(f))`):
+#: `OPERATOR_NAMES`, one level of them nested (`wraps` reads the same names).
+OPERATOR_NAMES = r"\((?:[\w.\->]|\([\w.\->]*\))*\)"
+PROCESS_NAME = r"[A-Za-z_][\w.\-]*(?:" + OPERATOR_NAMES + ")?"
 
 _PROCESS = regexes.compile(
     r"""

@@ -347,7 +347,8 @@ def read_traceback(
         if next_number == first.number + 1:  # (nothing replayed: this body is remembered)
             recording = _Recording(bodies, prefix, reader)
     window = index.window(start, next_number, limit, literals)
-    one_record = _END_AT_THE_NEXT_RECORD and _one_process_record(first)
+    # (a stream with no piece of text of its own cannot be watched for its next record)
+    one_record = _END_AT_THE_NEXT_RECORD and _one_process_record(first) and bool(stream_literals(first))
     watching = False  # whether the process's other records are read (see `_one_process_record`)
     feed = reader.feed
     for number, raw in window:
@@ -373,10 +374,8 @@ def read_traceback(
             else:
                 fed = feed(number, raw, line.message, line)
         if fed and one_record and not watching and reader.state in _AFTER_EXCEPTION:
-            wider = stream_literals(first)
-            if wider:  # (a stream with no piece of text of its own cannot be watched)
-                window.widen(wider)
-            watching, one_record = bool(wider), bool(wider)
+            window.widen(stream_literals(first))
+            watching = True
         if not fed:
             # Ended by the text's last line: in a growing log that line may be cut, and read
             # whole it may continue the traceback instead.

@@ -35,6 +35,7 @@ from array import array
 from collections import Counter
 
 from . import regexes
+from .lines import OPERATOR_NAMES
 from .text import Text, text_start
 
 #: How much of the log's start `wrap_width` reads: a terminal copy is all of one width.
@@ -63,7 +64,9 @@ _MIN_SHAPE_ROWS = 3
 # `TaskError: …`).
 _LINE_START = regexes.compile(
     r"""(?x)
-    \(\w[\w.\-]*(?:\((?:[\w.\->]|\([\w.\->]*\))*\))?(?:\ \w[\w.\-]*)*\ pid=\d+  # vLLM's or Ray's process prefix
+    \(\w[\w.\-]*(?:"""
+    + OPERATOR_NAMES
+    + r""")?(?:\ \w[\w.\-]*)*\ pid=\d+  # vLLM's or Ray's process prefix
     | (?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b
     | \[(?:rank\d+|default\d+|\d{4}-\d\d-\d\d|\d\d:\d\d|[A-Z]+\])
     | \d{4}-\d\d-\d\d[ T]\d\d:\d\d
