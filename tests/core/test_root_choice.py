@@ -349,6 +349,60 @@ def test_an_exit_mid_start_up_with_only_leaked_semaphores_is_a_death_but_not_aft
     assert _roots(_log(served)) == []
 
 
+SERVED = [
+    *STARTUP,
+    "(APIServer pid=1) INFO 09-01 10:01:00 [launcher.py:1] Application startup complete.",
+    '(APIServer pid=1) INFO:     10.0.0.2:5100 - "POST /v1/completions HTTP/1.1" 200 OK',
+]
+ENGINE_DIED = "(APIServer pid=1) ERROR 09-01 13:09:47 [core_client.py:600] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client."
+DEAD_RAISED = [
+    "(APIServer pid=1) ERROR 09-01 13:09:47 [async_llm.py:546] AsyncLLM output_handler failed.",
+    "(APIServer pid=1) ERROR 09-01 13:09:47 [async_llm.py:546] Traceback (most recent call last):",
+    '(APIServer pid=1) ERROR 09-01 13:09:47 [async_llm.py:546]   File "/x/vllm/v1/engine/core_client.py", line 885, in get_output_async',
+    "(APIServer pid=1) ERROR 09-01 13:09:47 [async_llm.py:546]     raise self._format_exception(outputs) from None",
+    "(APIServer pid=1) ERROR 09-01 13:09:47 [async_llm.py:546] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+]
+TEARDOWN = [
+    "(APIServer pid=1) INFO:     Shutting down",
+    "(APIServer pid=1) INFO:     Finished server process [1]",
+]
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        [LEAKED.format(n=1), "  warnings.warn('resource_tracker: There appear to be %d '"],
+        ["(APIServer pid=1) KeyboardInterrupt: terminated"],
+        [LEAKED.format(n=2).replace("semaphore", "shared_memory")],
+    ],
+)
+@pytest.mark.parametrize("dead_raised", [False, True])
+def test_a_stop_printed_after_vllm_reported_the_death_is_the_shutdown_s(
+    after: list[str], dead_raised: bool
+) -> None:
+    """vLLM's report of which process died stands for a death with no error of its own; a stop or
+    the resource tracker's leak report printed after it, as the program exits, is its shutdown."""
+    lines = [*SERVED, ENGINE_DIED, *(DEAD_RAISED if dead_raised else []), *TEARDOWN, *after]
+    for prefix in PREFIXES:
+        [finding] = analyze(_log(lines, prefix)).findings
+        assert finding.line == lines.index(ENGINE_DIED)
+        assert finding.rule_id == "silent-process-death"
+        assert finding.confidence == "low"
+
+
+def test_a_process_s_exit_named_stands_in_before_an_engine_dead_error_raised() -> None:
+    """With no error at all, the report that names the process that exited is the most telling
+    symptom, before or after the API server's `EngineDeadError` (which names none)."""
+    for order in ("report first", "report last"):
+        lines = (
+            [*SERVED, *DEAD_RAISED, ENGINE_DIED]
+            if order == "report last"
+            else [*SERVED, ENGINE_DIED, *DEAD_RAISED]
+        )
+        [finding] = analyze(_log(lines)).findings
+        assert finding.line == lines.index(ENGINE_DIED), order
+
+
 @pytest.mark.parametrize("prefix", ["", "(EngineCore_DP0 pid=5) ERROR 09-01 10:00:00 [core.py:1] "])
 @pytest.mark.parametrize(
     ("details", "telling"),
@@ -1605,3 +1659,85 @@ def test_the_rust_frontends_refusal_far_above_its_death_is_the_root(prefix: str,
     [finding] = analyze(_log([prefix + line for line in lines])).findings
     assert finding.line == 1 and finding.rule_id == "rust-frontend-unsupported-arguments"
     assert "`api_key`" in finding.message
+
+
+@pytest.mark.parametrize("prefix", ["", "vllm-1  | "])
+@pytest.mark.parametrize("tp", [1, 2])
+def test_a_v0_heartbeat_that_finds_the_engine_loop_stalled_names_a_hang(prefix: str, tp: int) -> None:
+    """V0's MQLLMEngine heartbeat says `Engine loop has died` when the loop has not come round for
+    3 × VLLM_RPC_TIMEOUT without raising (an error would be sent instead): a step hung. The API
+    server logs it with a traceback, then terminates itself."""
+    client = "ERROR 03-12 06:01:27 client.py:250] "
+    lines = [
+        f"INFO 03-12 06:00:10 llm_engine.py:237] Initializing an LLM engine (v0.6.3.post1) with config: tensor_parallel_size={tp}",
+        "INFO 03-12 06:00:56 engine.py:290] Added request chat-1.",
+        client + "RuntimeError('Engine loop has died')",
+        client + "Traceback (most recent call last):",
+        client + '  File "/x/vllm/engine/multiprocessing/client.py", line 150, in run_heartbeat_loop',
+        client + "    await self._check_success(",
+        client + '  File "/x/vllm/engine/multiprocessing/client.py", line 314, in _check_success',
+        client + "    raise response",
+        client + "RuntimeError: Engine loop has died",
+        "CRITICAL 03-12 06:01:36 launcher.py:99] MQLLMEngine is already dead, terminating server process",
+        'INFO:     192.168.0.17:45520 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
+        "INFO:     Shutting down",
+    ]
+    [finding] = analyze(_log(lines, prefix)).findings
+    assert finding.rule_id == "v0-engine-loop-stalled"
+    assert finding.line in (2, 8)
+    assert "--disable-custom-all-reduce" in str(finding.fixes)
+
+
+@pytest.mark.parametrize("gfx", ["gfx1101", "gfx1201"])
+@pytest.mark.parametrize("prefix", ["", "vllm-ovis  | (APIServer pid=1) "])
+def test_aiter_that_does_not_know_the_gpu_is_named_by_the_link_that_says_so(gfx: str, prefix: str) -> None:
+    """AITER's chip lookup fails as a bare `KeyError` of the gfx name, re-raised as a `KeyError` that
+    says the architecture is unknown, then wrapped in a `RuntimeError` that repeats it: the link
+    that says so is the root, whichever link the chain starts with."""
+    chip = "/usr/local/lib/python3.12/dist-packages/aiter/jit/utils/chip_info.py"
+    unknown = (
+        f"Unknown GPU architecture: {gfx}. Supported architectures: ['native', 'gfx90a', 'gfx942', 'gfx950']"
+    )
+    lines = [
+        "INFO 11-20 09:59:38 [api_server.py:1978] vLLM API server version 0.11.2",
+        "Traceback (most recent call last):",
+        f'  File "{chip}", line 63, in get_gfx_custom_op_core',
+        '    return gfx_mapping[line.split(":")[-1].strip()]',
+        f"KeyError: '{gfx}'",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        f'  File "{chip}", line 65, in get_gfx_custom_op_core',
+        "    raise KeyError(",
+        f'KeyError: "{unknown}"',
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/x/vllm/model_executor/layers/quantization/quark/schemes/quark_ocp_mx.py", line 51, in <module>',
+        "    import aiter",
+        f'  File "{chip}", line 71, in get_gfx_custom_op_core',
+        '    raise RuntimeError(f"Get GPU arch from rocminfo failed {str(e)}")',
+        f'RuntimeError: Get GPU arch from rocminfo failed "{unknown}"',
+    ]
+    [finding] = analyze(_log(lines, prefix)).findings
+    assert finding.rule_id == "aiter-unsupported-gpu-arch"
+    assert gfx in finding.message
+    assert finding.line in (11, 20)
+
+
+@pytest.mark.parametrize("device", ["CUDA", "NPU", "XPU"])
+def test_a_device_initialised_before_the_fork_is_named_for_every_device(device: str) -> None:
+    engine = "(EngineCore_DP0 pid=14421) ERROR 11-27 08:19:08 [core.py:708] "
+    lines = [
+        engine + "EngineCore failed to start.",
+        engine + "Traceback (most recent call last):",
+        engine + '  File "/x/vllm/v1/worker/worker_base.py", line 248, in init_worker',
+        engine + "    self.worker = worker_class(**kwargs)",
+        engine + f"RuntimeError: Cannot re-initialize {device} in forked subprocess. To use {device} with "
+        "multiprocessing, you must use the 'spawn' start method",
+    ]
+    [finding] = analyze(_log(lines)).findings
+    assert finding.rule_id == "cuda-reinit-in-forked-subprocess"
+    assert device in finding.message

@@ -556,6 +556,10 @@ def _ruled_out(catalog: Catalog, cand: Candidate, first_death: int, progress: Pr
         return decoy
     if after and cand.tier == 0 and cand.event.kind != "fault":
         return "printed after the death, while the processes were shutting down"
+    if after and cand.tier == 2:
+        # A stop told after the death is the shutdown's (vLLM stops its own processes, and the
+        # resource tracker reports what a killed process left only as the program exits).
+        return "a stop printed after the death, while the processes were shutting down"
     if not after and cand.tier < 2:
         carried_on = progress.after(cand)
         if carried_on is None and _bare(cand):
@@ -982,9 +986,11 @@ def _wrapping(
 
 def symptom_as_root(incident: Incident) -> Candidate:
     """No exception at all: the most telling symptom stands for the cause: one that carries an
-    exit code, then a failure with no failed process named, then one raised as an exception
-    over one only logged (`AsyncLLM output_handler failed.` is logged above the traceback of
-    the `EngineDeadError` that says what failed: the engine, elsewhere), then the earliest."""
+    exit code, then a failure with no failed process named, then a report of which process
+    exited (a marker that reads an exit code, printed without one: `Engine core proc
+    EngineCore_DP0 died unexpectedly`), then one raised as an exception over one only logged
+    (`AsyncLLM output_handler failed.` is logged above the traceback of the `EngineDeadError`
+    that says what failed: the engine, elsewhere), then the earliest."""
 
     def telling(item: tuple[Symptom, Marker, LogLine]) -> tuple[int, int, int]:
         symptom, marker, _ = item
@@ -992,8 +998,10 @@ def symptom_as_root(incident: Incident) -> Candidate:
         groups = found.groupdict() if found else {}
         has_code = bool(groups.get("exit_code") or groups.get("status"))
         empty_procs = groups.get("procs") == "{}"
+        names_exit = "(?P<exit_code>" in marker.pattern.source
         raised = looks_like_exception(symptom.text) is not None
-        return (0 if has_code else 1 if empty_procs else 2, 0 if raised else 1, symptom.line)
+        rank = 0 if has_code else 1 if empty_procs else 2 if names_exit else 3
+        return (rank, 0 if raised else 1, symptom.line)
 
     symptom, _, line = min(incident.symptoms, key=telling)
     event = ExceptionEvent(
