@@ -229,3 +229,28 @@ def test_the_command_answers_alike_with_the_search_started_early(tmp_path: Path)
     assert run(cache) == expected
     assert list(Path(cache).rglob("prefilter-literal-groups.marshal"))
     assert run(cache) == expected
+
+
+def test_a_search_that_fails_while_the_scan_reads_it_is_done_again(setting, capsys, monkeypatch) -> None:
+    """The scan reads the scan group's lines while its early rg runs; rg failing mid-way (here a
+    process that writes the first rows it was to find, then exits 2) makes the analysis search
+    again the usual way: the same answer."""
+    log, searched_here = setting
+    expected = reference(log, capsys, monkeypatch)
+    groups = the_groups(log, searched_here, capsys)
+    real = early.rg_command(prefilter.search_tool(("rg",))[1], groups[0], str(log))
+    rows = subprocess.run(real, capture_output=True, check=True).stdout.splitlines()[:3]
+    written = b"".join(row + b"\n" for row in rows)
+    failing = f"import sys; sys.stdout.buffer.write({written!r}); sys.stdout.flush(); sys.exit(2)"
+    original = early.rg_command
+
+    def command(binary: str, literals, path):
+        if list(literals) == groups[0]:
+            return [sys.executable, "-c", failing]
+        return original(binary, literals, path)
+
+    monkeypatch.setattr(early, "rg_command", command)
+    datacache.forget()
+    assert early.start(["check", "--format", "json", str(log)])
+    assert check(log, capsys) == expected
+    assert searched_here == [groups]  # (searched again, every group, after the early one failed)

@@ -150,3 +150,57 @@ def test_rows_numbered_by_counting_from_the_last_are_numbered_as_looked_up(
         prefilter._number_in_order(index, [one, two])
     assert dict(one) == {start: n for start, n in zip(starts, expected, strict=True) if start in dict(one)}
     assert [number for _, number in two] == expected
+
+
+# A process that writes rows a few at a time, flushing and pausing between (as rg writes its
+# output a buffer at a time while it searches), then exits with the code given.
+_WRITER = """
+import sys, time
+rows, code = [row for row in sys.argv[1].split(";") if row], int(sys.argv[2])
+for at, row in enumerate(rows):
+    sys.stdout.write(row + "\\n")
+    if at % 3 == 2:
+        sys.stdout.flush()
+        time.sleep(0.01)
+sys.stdout.flush()
+sys.exit(code)
+"""
+
+
+def _running(rows: list[tuple[int, int]], code: int = 0):
+    import os
+    import sys
+
+    from vllm_log_lsp.core import early
+
+    if not hasattr(os, "memfd_create"):
+        pytest.skip("in-memory files (Linux) are needed")
+    spec = ";".join(f"{number + 1}:{start}:text" for start, number in rows)
+    return early._Process([sys.executable, "-c", _WRITER, spec, str(code)])
+
+
+ROWS = [(start * 97, start * 3) for start in range(1, 40)]
+
+
+@pytest.mark.parametrize("limit", [1 << 30, ROWS[20][0]])
+def test_rows_read_while_their_search_runs_are_the_rows_it_wrote(limit: int) -> None:
+    """`StreamedRows` waits for rows the process has not written yet, and gives the rows of the
+    whole output, whether read from the start or from an offset first asked for mid-way."""
+    whole = _within(ROWS, limit)
+    assert list(prefilter.StreamedRows(_running(ROWS), limit)) == whole
+    streamed = prefilter.StreamedRows(_running(ROWS), limit)
+    rows = iter(streamed)
+    first = [next(rows) for _ in range(4)]
+    offset = ROWS[12][0] + 1  # (skipped to while the process still writes)
+    assert first + list(streamed.from_offset(offset)) == whole[:4] + [
+        row for row in whole if row[0] >= offset
+    ]
+    assert list(streamed) == whole  # (read again: the rows read are kept)
+    assert len(streamed) == len(ROWS)
+
+
+def test_a_search_that_fails_while_its_rows_are_read_says_so() -> None:
+    """rg failing mid-way (exit 2) is not taken for a search that found fewer lines."""
+    with pytest.raises(prefilter.SearchFailed):
+        list(prefilter.StreamedRows(_running(ROWS, code=2), 1 << 30))
+    assert list(prefilter.StreamedRows(_running([], code=1), 1 << 30)) == []  # (1: no line matched)

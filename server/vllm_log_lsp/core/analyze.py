@@ -49,7 +49,7 @@ from .model import (
 )
 from .order import SAMPLE_CHARS as ORDER_SAMPLE_CHARS
 from .order import ReversedLines, newest_first, oldest_first
-from .prefilter import candidate_lines_by_group
+from .prefilter import SearchFailed, candidate_lines_by_group
 from .records import replace
 from .repeats import next_copy_end, resume_point
 from .scan import Candidate, Scan, run_start_literals, scan_lines, scan_literals, truncate_scan
@@ -251,16 +251,25 @@ class Analyzer:
             # One pre-filter pass for the scan and the stats; a file's bytes are checked for
             # invalid UTF-8 (for `_encoding_warnings`) meanwhile, while the search runs (a large
             # mapped file's check goes on beside the analysis: `LogIndex.start_utf8_check`).
-            scanned, stats_lines, marker_lines = candidate_lines_by_group(
-                index,
-                [scan_literals(self.catalog), STATS_LITERALS, run_start_literals(self.catalog)],
-                min(start, stats_begin),
-                meanwhile=index.start_utf8_check,
-            )
-            if stats_begin < start:
-                scanned = [line for line in scanned if line[0] >= start]
-                marker_lines = [line for line in marker_lines if line[0] >= start]
-            scan = scan_lines(index, self.catalog, scan, start, scanned, marker_lines)
+            groups = [scan_literals(self.catalog), STATS_LITERALS, run_start_literals(self.catalog)]
+            # A fresh scan reads the scan group's lines as rg finds them (`StreamedRows`): its
+            # search runs on beside the scan. Should it fail meanwhile, the scan is done again
+            # from lines searched for the usual way.
+            try:
+                scanned, stats_lines, marker_lines = candidate_lines_by_group(
+                    index,
+                    groups,
+                    min(start, stats_begin),
+                    meanwhile=index.start_utf8_check,
+                    stream_first=scan is None,
+                )
+                if stats_begin < start:
+                    scanned = [line for line in scanned if line[0] >= start]
+                    marker_lines = [line for line in marker_lines if line[0] >= start]
+                scan = scan_lines(index, self.catalog, scan, start, scanned, marker_lines)
+            except SearchFailed:
+                scanned, stats_lines, marker_lines = candidate_lines_by_group(index, groups, 0)
+                scan = scan_lines(index, self.catalog, None, 0, scanned, marker_lines)
             stats = scan_stats(index, kept, stats_begin, stats_lines)
             # (read: not held through the analysis, a line in a few each)
             del scanned, stats_lines, marker_lines

@@ -15,7 +15,8 @@ starts here too, whenever the file is large, and is taken by the check (`take_ut
 when the check begins (`start_utf8`).
 
 rg's output goes to an anonymous in-memory file (`memfd`, Linux), not a pipe, so it runs at
-full speed while nobody reads it yet, and it is started with `posix_spawn`: neither
+full speed while nobody reads it yet (and what it wrote so far can be read while it runs: the
+scan's group is read that way, `prefilter.StreamedRows`), and it is started with `posix_spawn`: neither
 `subprocess` nor `threading` is imported for it. Only rg (found where `tools.find_program`
 allows) runs, with the cached literals as fixed strings (`-F -e`): nothing read from a cache, a
 log or a workspace is ever executed.
@@ -63,6 +64,22 @@ class _Process:
             return None
         finally:
             self.stop()
+
+    def written(self, offset: int) -> bytes:
+        """What the process has written from `offset` on, so far (while it runs, whole blocks:
+        rg writes its output a buffer at a time)."""
+        size = os.fstat(self.output).st_size
+        return os.pread(self.output, size - offset, offset) if size > offset else b""
+
+    def ended(self) -> int | None:
+        """The process's exit code once it ended (reaped here), else None, without waiting."""
+        if self.pid is None:
+            return -1
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        if pid == 0:
+            return None
+        self.pid = None
+        return os.waitstatus_to_exitcode(status)
 
     def stop(self) -> None:
         """End the process if it still runs (and reap it); close its output."""
@@ -205,12 +222,15 @@ def start(argv: Sequence[str]) -> bool:
     return True
 
 
-def take(path: str, groups: list[list[str]], pending: list[Callable[[], object]]) -> list[bytes] | None:
+def take(
+    path: str, groups: list[list[str]], pending: list[Callable[[], object]], running: int | None = None
+) -> list[bytes | _Process] | None:
     """The output of the early search for each of `groups` (sorted literals, none empty), when
     one runs over the file at `path`, unchanged since, for exactly these groups: the `pending`
     work runs first (taken off the list), while it finishes. None otherwise (a search that does
     not fit is stopped, and `pending` is left to the caller). Learns the groups for the next run
-    when they differ from the cached ones."""
+    when they differ from the cached ones. The search of group `running`, when given, is handed
+    over still running (its output read as it is written: the caller stops it)."""
     global _search
     search, _search = _search, None
     if _attempted and groups != _cached_groups:
@@ -220,13 +240,20 @@ def take(path: str, groups: list[list[str]], pending: list[Callable[[], object]]
     if search.groups != groups or not search.fits(path):
         search.stop()
         return None
+    handed = search.processes[running] if running is not None else None
     try:
         while pending:
             pending.pop()()
-        outputs = [process.result() for process in search.processes]
+        outputs = [process if process is handed else process.result() for process in search.processes]
     finally:
-        search.stop()
-    return None if None in outputs else outputs  # type: ignore[return-value]
+        for process in search.processes:
+            if process is not handed:
+                process.stop()
+    if None in outputs:
+        if handed is not None:
+            handed.stop()
+        return None
+    return outputs  # type: ignore[return-value]
 
 
 def discard() -> None:

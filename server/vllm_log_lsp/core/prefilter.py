@@ -20,7 +20,9 @@ search checks least often), and the lines' readers test each line for their own 
 
 The analysis searches with `candidate_lines_by_group`, which runs its other work (the UTF-8
 check) beside the search: there a file on disk goes to rg first, one process per group of
-literals, as rg numbers the lines too and runs in a process of its own; then the automaton, one
+literals, as rg numbers the lines too and runs in a process of its own (a search started early,
+`early`, hands over the scan group's process still running: the scan reads its rows as rg writes
+them, `StreamedRows`, on the other core, instead of waiting for the end); then the automaton, one
 pass per group in a thread over a file's bytes, one pass over the union for an editor's text
 (each line given to the groups of the literals matched: `_automaton_by_group`); else one search
 over the union, each line then split by the groups' literals.
@@ -114,6 +116,7 @@ def candidate_lines_by_group(
     groups: Sequence[Iterable[str]],
     begin: int = 0,
     meanwhile: Callable[[], object] | None = None,
+    stream_first: bool = False,
 ) -> list[Numbered]:
     """For each group of literals, the lines `candidate_lines` finds for it, every one numbered
     (`LogIndex.line_of` over all the groups' lines in order: each line break before the last
@@ -130,13 +133,18 @@ def candidate_lines_by_group(
     """
     sets = [sorted(set(group)) for group in groups]
     pending = [meanwhile] if meanwhile is not None else []
-    found = _file_tool_groups(index, sets, begin, pending) or _automaton_groups(index, sets, begin, pending)
+    found = _file_tool_groups(index, sets, begin, pending, stream_first) or _automaton_groups(
+        index, sets, begin, pending
+    )
     for work in pending:  # (not run yet: no search ran beside it)
         work()
     if found is None:
         found = _split_by_group(index, sets, begin)
     # (A tool's rows read when iterated are numbered: their checkpoints only are remembered.)
-    _number_in_order(index, [rows.checkpoints() if isinstance(rows, ToolRows) else rows for rows in found])
+    _number_in_order(
+        index,
+        [rows.checkpoints() if isinstance(rows, ToolRows) else rows for rows in found],
+    )
     return found  # type: ignore[return-value]  # (numbered now)
 
 
@@ -198,7 +206,11 @@ _RELEASE_STEP = 1 << 22
 
 
 def _file_tool_groups(
-    index: LogIndex, sets: list[list[str]], begin: int, pending: list[Callable[[], object]]
+    index: LogIndex,
+    sets: list[list[str]],
+    begin: int,
+    pending: list[Callable[[], object]],
+    stream_first: bool = False,
 ) -> list[list[tuple[int, int | None]]] | None:
     """Each group's lines of a file on disk, read by an rg process of its own (which numbers
     them: nothing is counted here), the processes running while the `pending` work runs here
@@ -213,12 +225,18 @@ def _file_tool_groups(
         return None
     searched = [group for group in sets if group]
     # (Started before the analysis was imported, when the cache knew these groups: `early`.)
-    outputs = early.take(index.path, searched, pending) or _run_tools(rg, searched, index.path, pending)
+    running = 0 if stream_first and sets[0] and not index.has_cr else None
+    outputs = early.take(index.path, searched, pending, running) or _run_tools(
+        rg, searched, index.path, pending
+    )
     if outputs is None:
         return None
     found: list[list[tuple[int, int | None]]] = []
     for group in sets:
         output = outputs.pop(0) if group else b""
+        if not isinstance(output, bytes):  # (still running: its rows are read as it writes them)
+            found.append(StreamedRows(output, len(index)))  # type: ignore[arg-type]
+            continue
         if len(output) >= LAZY_ROWS and not index.has_cr and (lazy := ToolRows.of(output, len(index))):
             found.append(lazy)  # type: ignore[arg-type]  # (numbered, read when iterated)
             continue
@@ -782,7 +800,7 @@ class ToolRows:
 
     __slots__ = ("_count", "_limit", "_output")
 
-    def __init__(self, output: bytes, limit: int) -> None:
+    def __init__(self, output: bytes | bytearray, limit: int) -> None:
         self._output = output
         self._limit = limit
         self._count = output.count(b"\n")
@@ -849,6 +867,108 @@ class ToolRows:
             else:
                 hi = row
         return lo
+
+
+class SearchFailed(Exception):
+    """A search whose rows were read as it ran failed before it ended."""
+
+
+class StreamedRows(ToolRows):
+    """`ToolRows` of an rg process that still runs (`early`): its rows are read as it writes
+    them (a buffer at a time), so the scan reads the lines found first while rg searches on.
+    Iterating waits for more rows or the process's end; a process that fails raises
+    `SearchFailed` there. The output read is kept (`from_offset` bisects its whole rows)."""
+
+    __slots__ = ("_code", "_process", "_whole")
+
+    def __init__(self, process: Any, limit: int) -> None:
+        super().__init__(b"", limit)
+        self._output = bytearray()  # (grown in place: a new bytes each time is quadratic)
+        self._process = process
+        self._whole = 0  # the output's length up to its last line break (its whole rows)
+        self._code: int | None = None  # the exit code, once the process ended
+
+    def __len__(self) -> int:
+        while self._more():
+            pass
+        return self._output.count(b"\n")
+
+    def __del__(self) -> None:
+        if self._code is None:  # (read no further: the search is not needed any more)
+            # (`contextlib.suppress` would cost every check importing it)
+            try:  # noqa: SIM105
+                self._process.stop()
+            except Exception:  # (at interpreter exit, when nothing can be imported any more)
+                pass
+
+    def _more(self) -> bool:
+        """Wait until more whole rows are read (True), or the process ended with all read
+        (False)."""
+        import time
+
+        while self._code is None:
+            piece = self._process.written(len(self._output))
+            if not piece:
+                code = self._process.ended()
+                if code is None:
+                    time.sleep(_STREAM_POLL)
+                    continue
+                self._code = code
+                self._output += self._process.written(len(self._output))
+                self._process.stop()
+                if code not in (0, 1):  # (1: no line matched)
+                    raise SearchFailed(f"rg exited with code {code}")
+                return self._rows_grew()
+            self._output += piece
+            if self._rows_grew():
+                return True
+        return False
+
+    def _rows_grew(self) -> bool:
+        whole = self._output.rfind(b"\n") + 1
+        grew, self._whole = whole > self._whole, whole
+        return grew
+
+    def from_offset(self, offset: int) -> Iterator[tuple[int, int]]:
+        """The rows of lines that start at or after `offset`, in order, as they are written."""
+        limit, match, output = self._limit, _ROW.match, self._output
+        pos = self._position(offset)
+        while True:
+            while pos < self._whole:
+                row = match(output, pos)
+                if row is None:
+                    raise SearchFailed("a line of rg's output is not a row")
+                start = int(row[2])
+                if start >= limit:
+                    return
+                pos = output.find(b"\n", row.end()) + 1
+                if start >= offset:
+                    yield start, int(row[1]) - 1
+            if not self._more():
+                return
+
+    def _position(self, offset: int) -> int:
+        """Where in the whole rows read so far the first row of a line at or after `offset` is
+        (their end: none yet)."""
+        output = self._output
+        lo, hi = 0, self._whole
+        while lo < hi:  # (rows before `lo` start before `offset`, rows from `hi` on not)
+            mid = (lo + hi) // 2
+            row = output.rfind(b"\n", 0, mid) + 1
+            found = _ROW.match(output, row)
+            if found is not None and int(found[2]) < offset:
+                lo = output.find(b"\n", mid, self._whole) + 1 or self._whole
+            else:
+                hi = row
+        return lo
+
+    def checkpoints(self, every: int = 1 << 13) -> list[tuple[int, int]]:
+        """None: the rows are numbered by rg, and read after the other groups' are numbered."""
+        return []
+
+
+#: How long reading a running search's rows waits before it looks for more.
+_STREAM_POLL = 0.0005
 
 
 def parse_rows(output: bytes) -> list[tuple[int, int]] | None:
