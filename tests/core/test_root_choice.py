@@ -1741,3 +1741,28 @@ def test_a_device_initialised_before_the_fork_is_named_for_every_device(device: 
     [finding] = analyze(_log(lines)).findings
     assert finding.rule_id == "cuda-reinit-in-forked-subprocess"
     assert device in finding.message
+
+
+@pytest.mark.parametrize("prefix", ["", "(EngineCore_DP0 pid=243) ERROR 06-27 02:23:02 [core.py:1008] "])
+def test_a_neuron_graph_that_ran_out_of_bounds_is_named_under_its_torchscript_frames(prefix: str) -> None:
+    """The Neuron runtime's refusal ends a TorchScript traceback (`<--- HERE` marks and code
+    without frames): the runtime error is the root, the API server's report a symptom."""
+    lines = [
+        "Traceback of TorchScript, original code (most recent call last):",
+        '  File "/opt/conda/lib/python3.12/site-packages/neuronx_distributed/trace/spmd.py", line 32, in forward',
+        "        if initialized:",
+        "            output = self.models[bucket_idx].forward(inputs)",
+        "                     ~~~~~~~~~~~~~~~~~~~~~~~ <--- HERE",
+        "            return output",
+        "RuntimeError: Failed to execute the model status=1006 message=Execution Out-Of-Bounds Memory Access",
+    ]
+    api = "(APIServer pid=41) ERROR 06-27 02:23:02 [async_llm.py:710] "
+    log = _log([prefix + line for line in lines]) + _log(
+        [
+            api + "AsyncLLM output_handler failed.",
+            api + "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+        ]
+    )
+    [finding] = analyze(log).findings
+    assert (finding.line, finding.rule_id) == (6, "neuron-execution-out-of-bounds")
+    assert "1006" in finding.message
