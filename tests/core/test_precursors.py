@@ -1,5 +1,12 @@
 """Repeated precursors collapse into one, per marker and per death they lead to; `check` reports
-them once with a count (text and JSON)."""
+them once with a count (text and JSON).
+
+A run that ends hung, with no death (`incidents.hangs_at_end`): EngineCore repeats, every minute
+while it waits, that its workers took nothing (`No available shared memory broadcast block found
+in 60 seconds`). When those reports say it waited minutes, nothing progressed from the first of
+them on, and the run (or the log) ends soon after the last, the run hung there: the first report
+of that wait is the root, named by the stall's rule. A wait that ended (a later lifecycle step,
+serving), a short one, or one long before the end is no hang."""
 
 from __future__ import annotations
 
@@ -96,3 +103,49 @@ def test_check_reports_a_repeated_precursor_once_with_its_count() -> None:
         "lines": [2, 3, 4, 5, 6, 7],
     }
     assert file["summary"]["precursors"] == 1
+
+
+CAPTURED = "(Worker_TP0 pid=8) INFO 03-03 19:00:30 [gpu_model_runner.py:6854] Graph capturing finished in 12 secs, took 0.92 GiB"
+SERVING = "(APIServer pid=1) INFO 03-03 19:40:00 [launcher.py:1] Application startup complete."
+
+
+def _text(lines: list[str], prefix: str = "") -> str:
+    return "".join(prefix + line + "\n" for line in lines)
+
+
+@pytest.mark.parametrize("prefix", ["", "vllm-1  | ", "2025-10-09T11:00:00.000000000Z stderr F "])
+@pytest.mark.parametrize("count", [3, 12])
+def test_a_start_up_that_ends_waiting_for_minutes_hung_where_the_wait_began(prefix: str, count: int) -> None:
+    lines = [ARGS, CAPTURED, *stalls(count)]
+    [finding] = analyze(_text(lines, prefix)).findings
+    assert (finding.line, finding.rule_id) == (2, "shm-broadcast-stall")
+    assert "hang" in finding.why and finding.confidence == "low"
+
+
+def test_only_the_wait_that_ends_the_run_is_the_hang() -> None:
+    """A wait while compiling that ended (a later lifecycle step) is not where the hang began."""
+    lines = [ARGS, *stalls(2), CAPTURED, *stalls(4, start=10)]
+    [finding] = analyze(_text(lines)).findings
+    assert finding.line == 4
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [ARGS, CAPTURED, *stalls(2)],  # (two minutes: a slow step as often as a hang)
+        [ARGS, CAPTURED, *stalls(5), SERVING],  # (the wait ended: the server came up)
+        [ARGS, CAPTURED, *stalls(5), *[f"(Worker_TP0 pid=8) unrelated output {i}" for i in range(80)]],
+    ],
+    ids=["short", "ended", "long-before-the-end"],
+)
+def test_a_wait_that_ended_was_short_or_lies_far_from_the_end_is_no_hang(lines: list[str]) -> None:
+    assert analyze(_text(lines)).findings == ()
+
+
+def test_a_run_that_died_keeps_its_death_and_a_hang_its_own_run() -> None:
+    """Stall reports before an error that ended the run are its precursors, not a second death;
+    the next run, which ends waiting, hung."""
+    lines = [ARGS, *stalls(4), *DEATH, ARGS, *stalls(4, start=30)]
+    died, hung = analyze(_text(lines)).findings
+    assert died.line == 4 + len(DEATH)
+    assert (hung.line, hung.rule_id) == (6 + len(DEATH), "shm-broadcast-stall")

@@ -30,6 +30,7 @@ from .incidents import (
     group_incidents,
     promote_precursor,
     run_lines,
+    stand_in_why,
     stopped,
     symptom_as_root,
     unwrap_candidates,
@@ -432,8 +433,7 @@ def _diagnose(
         text = finding.root_text if span.line in event.message_lines else f"{words}\n{finding.root_text}"
         finding = replace(finding, root=span, root_text=text)
     if choice is None:
-        why = "no exception or fault was printed for this death: its most telling symptom stands in"
-        return replace(finding, why=why, confidence="low")
+        return replace(finding, why=stand_in_why(incident), confidence="low")
     if said_by_link is not None:
         return _told_by_link(finding, choice, original, cand)
     return replace(finding, why=choice.why, considered=choice.considered, confidence=choice.confidence)

@@ -294,6 +294,9 @@ class Marker:
     # (`NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)` → `NCCL WARN …`)
     details_for: Pattern | None = None
     offset: int = 0  # run_start: the run starts this many lines after the marker
+    # precursor: a report that processes made no progress for its `seconds`; a run whose last lines
+    # repeat it for minutes, with nothing progressing, ended hung (`incidents.hangs_at_end`)
+    hang: bool = False
 
 
 @dataclass(frozen=True)
@@ -798,6 +801,7 @@ def _parse_markers(
                     promote_unless=exceptions[0] if exceptions else None,
                     above=int(raw.get("above", 0)),
                     offset=int(raw.get("offset", 0)),
+                    hang=bool(raw.get("hang", False)),
                 )
             )
     return markers

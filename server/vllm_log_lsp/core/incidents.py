@@ -77,6 +77,7 @@ def group_incidents(index: LogIndex, catalog: Catalog, scan: Scan, pools: list[C
     anchors.extend(_uncaught_tracebacks(scan))
     incidents = _by_run(scan, anchors)
     incidents.extend(silent_deaths(index, catalog, scan, pools, incidents))
+    incidents.extend(hangs_at_end(index, catalog, scan, incidents))
     ordered = sorted(incidents, key=lambda inc: inc.symptoms[0][0].line)
     return _attach_unprefixed(ordered, sorted(n for n, _ in scan.run_starts))
 
@@ -143,6 +144,75 @@ def silent_deaths(
             line = scan.lines.get(cand.event.line) or LogLine(cand.event.line, "", "", 0, outer=outer or None)
             found.append(Incident(outer, run_index, [(symptom, _SILENT, line)]))
     return found
+
+
+_HUNG = Marker("symptom", "hung-at-end", "", catalog_mod.compile_pattern("."), "Hung")
+#: A run that ends in stall reports hung when they say it waited this long (3 of vLLM's 60 s)...
+_HANG_SECONDS = 180
+#: ... and the run, or the log, ends within this many lines of the last of them.
+_HANG_TAIL_LINES = 50
+
+
+def hangs_at_end(index: LogIndex, catalog: Catalog, scan: Scan, incidents: list[Incident]) -> list[Incident]:
+    """Runs with no death that end hung: their last stall reports (a `hang` precursor: EngineCore
+    waiting on its workers, repeated every minute while it waits) say one process waited
+    minutes, nothing progressed from the first of them to the end of the run, and the run (or
+    the log) ends soon after the last. The first report of that wait is where the hang began: a
+    log that ends there was cut from a server that never came back (killed by its operator
+    later, or still hanging)."""
+    taken = {(inc.outer, inc.run_index) for inc in incidents}
+    streaks: dict[tuple[str, int], list[tuple[Precursor, LogLine, int]]] = {}
+    starts_of: dict[str, list[int]] = {}
+    hang_ids = {m.id: m for m in catalog.markers_of("precursor") if m.hang}
+    for precursor, line in scan.precursors:
+        marker = hang_ids.get(precursor.id)
+        if marker is None:
+            continue
+        outer = line.outer or ""
+        if outer not in starts_of:
+            starts_of[outer] = run_lines(scan, outer)
+        key = (outer, bisect.bisect_right(starts_of[outer], precursor.line))
+        if key in taken:
+            continue
+        found = marker.pattern.search(as_printed(precursor.text))
+        seconds = int(found["seconds"]) if found is not None and found.groupdict().get("seconds") else 0
+        streak = streaks.setdefault(key, [])
+        if streak and streak[-1][1].stream != line.stream:
+            streak.clear()  # (another process's wait: the last one to wait is the one that hung)
+        streak.append((precursor, line, seconds))
+    progress = _progress_markers(catalog) + catalog.markers_of("healthy")
+    found_hangs = []
+    for (outer, run_index), streak in streaks.items():
+        starts = starts_of[outer]
+        run_end = starts[run_index] if run_index < len(starts) else None
+        first, _, _ = streak[0]
+        # The wait that ends the run: the reports after the last progress before the run's end.
+        end = _offset(index, scan, run_end) if run_end is not None else len(index)
+        moved = _last_marked(index, progress, _offset(index, scan, first.line), end, None)
+        waiting = [item for item in streak if item[0].line > moved]
+        if not waiting or sum(seconds for _, _, seconds in waiting) < _HANG_SECONDS:
+            continue
+        last_report = waiting[-1][0].line
+        if (run_end if run_end is not None else _line_count(index)) - last_report > _HANG_TAIL_LINES:
+            continue
+        began, line, _ = waiting[0]
+        symptom = Symptom(began.line, began.span, "hung-at-end", "The processes hung from here", began.text)
+        found_hangs.append(Incident(outer, run_index, [(symptom, _HUNG, line)]))
+    return found_hangs
+
+
+def _line_count(index: LogIndex) -> int:
+    return index.line_of(max(0, len(index) - 1)) + 1
+
+
+def stand_in_why(incident: Incident) -> str:
+    """Why a symptom stands in for the root cause of `incident`, which printed no error."""
+    if incident.symptoms[0][0].kind == "hung-at-end":
+        return (
+            "no error was printed: the log ends in a hang; from this line on, the process reported "
+            "that it waited in vain, and nothing progressed until the run ended"
+        )
+    return "no exception or fault was printed for this death: its most telling symptom stands in"
 
 
 def _end_line(cand: Candidate) -> int:
