@@ -1760,9 +1760,70 @@ def test_a_neuron_graph_that_ran_out_of_bounds_is_named_under_its_torchscript_fr
     log = _log([prefix + line for line in lines]) + _log(
         [
             api + "AsyncLLM output_handler failed.",
-            api + "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+            api
+            + "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
         ]
     )
     [finding] = analyze(log).findings
     assert (finding.line, finding.rule_id) == (6, "neuron-execution-out-of-bounds")
     assert "1006" in finding.message
+
+
+@pytest.mark.parametrize("prefix", ["", "(APIServer pid=147522) "])
+def test_numa_binding_without_a_known_topology_is_named(prefix: str) -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/vllm/v1/engine/utils.py", line 197, in __init__',
+        "    with numa_utils.configure_subprocess(",
+        '  File "/x/vllm/utils/numa_utils.py", line 254, in _get_numa_node',
+        "    raise RuntimeError(",
+        "RuntimeError: NUMA binding was requested, but vLLM could not detect the GPU-to-NUMA topology "
+        "automatically. Pass --numa-bind-nodes explicitly or disable --numa-bind.",
+    ]
+    text = _log([prefix + line for line in lines]) + "srun: error: node-1: task 0: Exited with exit code 1\n"
+    [finding] = analyze(text).findings
+    assert (finding.line, finding.rule_id) == (5, "numa-bind-topology-unknown")
+
+
+KV_SIZED = [
+    "(EngineCore pid=2) INFO 07-17 15:09:15 [kv_cache_utils.py:2216] GPU KV cache size: 400,000 tokens",
+    "(EngineCore pid=2) INFO 07-17 15:09:15 [kv_cache_utils.py:2217] Maximum concurrency for 400,000 tokens per request: 1.00x",
+]
+
+
+@pytest.mark.parametrize(
+    ("inner", "rule"),
+    [
+        ([("warmup/kernel_warmup.py", "flashinfer_autotune")], "oom-kernel-warmup"),
+        (
+            [
+                ("warmup/kernel_warmup.py", "kernel_warmup"),
+                ("warmup/deep_gemm_warmup.py", "deep_gemm_warmup"),
+            ],
+            "oom-kernel-warmup",
+        ),
+        ([("v1/worker/gpu_model_runner.py", "capture_model")], "oom-cuda-graph-capture"),
+    ],
+)
+def test_an_oom_after_the_kv_cache_was_sized_is_told_by_the_warm_up_step_it_hit(
+    inner: list[tuple[str, str]], rule: str
+) -> None:
+    """After the KV cache is sized vLLM warms up its kernels (autotuning), then captures CUDA
+    graphs; both run dummy batches through the graph wrapper, so the frames of the step say which
+    ran out of memory, not the lifecycle line before it."""
+    worker = "(Worker_TP2 pid=5) ERROR 07-17 15:09:17 [multiproc_executor.py:1007] "
+    frames = [
+        ("v1/worker/gpu_worker.py", "compile_or_warm_up_model"),
+        *inner,
+        ("v1/worker/gpu_model_runner.py", "_dummy_run"),
+        ("compilation/cuda_graph.py", "__call__"),
+    ]
+    lines = [*KV_SIZED, worker + "Traceback (most recent call last):"]
+    for path, function in frames:
+        lines += [worker + f'  File "/x/vllm/{path}", line 1, in {function}', worker + "    call()"]
+    lines.append(
+        worker + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 896.00 MiB. "
+        "GPU 2 has a total capacity of 95.00 GiB of which 510.31 MiB is free."
+    )
+    [finding] = analyze(_log(lines)).findings
+    assert (finding.line, finding.rule_id) == (len(lines) - 1, rule)
