@@ -25,15 +25,26 @@ from vllm_log_lsp.core.text import LogIndex
 from vllm_log_lsp.core.timestamps import LOOK_BACK_LINES, Timestamps, line_timestamp, timestamp_at
 
 
-def plain_timestamp(index: LogIndex, line: int, look_back: int = LOOK_BACK_LINES) -> str | None:
-    """The specification: the line's own time, else a walk up, line by line."""
+def plain_timestamp(
+    index: LogIndex, line: int, look_back: int = LOOK_BACK_LINES, run_starts: tuple[int, ...] = ()
+) -> str | None:
+    """The specification: the line's own time, else a walk up, line by line, not above the start
+    of the line's run (the last of `run_starts` at or above it whose runtime prefix is the
+    line's, or which has none; any, for a line with none)."""
     text = index.line_text(line)
     if (own := line_timestamp(text)) is not None:
         return own
-    above = index.iter_lines_back(index.line_start(line), line, look_back)
-    writer = parse_line(line, text).stream
+    parsed = parse_line(line, text)
+    outer = parsed.outer
+    starts = [
+        n
+        for n in run_starts
+        if n <= line and (not outer or not (o := parse_line(n, index.line_text(n)).outer) or o == outer)
+    ]
+    floor = max(starts, default=0)
+    above = index.iter_lines_back(index.line_start(line), line, min(look_back, line - floor))
     stamped = ((time, n, raw) for n, raw in above if (time := line_timestamp(raw)) is not None)
-    return next((time for time, n, raw in stamped if parse_line(n, raw).stream == writer), None)
+    return next((time for time, n, raw in stamped if parse_line(n, raw).stream == parsed.stream), None)
 
 
 def _indexes(data: bytes, tmp_path: Path) -> list[LogIndex]:
@@ -63,17 +74,18 @@ def test_the_corpus_has_times_read_from_lines_above() -> None:
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_corpus_times_equal_the_plain_walk(path: Path, tmp_path: Path) -> None:
     data = path.read_bytes()
-    findings = analyze(data).findings
+    analysis = analyze(data)
+    starts = analysis.run_starts
     for index in _indexes(data, tmp_path):
-        wanted = {n for f in findings for n in (f.line, *(s.line for s in f.symptoms))}
+        wanted = {n for f in analysis.findings for n in (f.line, *(s.line for s in f.symptoms))}
         wanted.update(range(0, index.line_count, 10))
-        times = Timestamps(index)
+        times = Timestamps(index, starts)
         for line in sorted(wanted, reverse=True):  # later lines first: the memo is then used
-            assert times.at(line) == plain_timestamp(index, line), line
-            assert timestamp_at(index, line) == times.at(line)
-        forward = Timestamps(index)  # earlier lines first: a query stops at the one above it
+            assert times.at(line) == plain_timestamp(index, line, run_starts=starts), line
+            assert timestamp_at(index, line, starts) == times.at(line)
+        forward = Timestamps(index, starts)  # earlier lines first: a query stops at the one above it
         for line in sorted(wanted):
-            assert forward.at(line) == plain_timestamp(index, line), line
+            assert forward.at(line) == plain_timestamp(index, line, run_starts=starts), line
 
 
 PIECES = [
@@ -136,14 +148,15 @@ def test_generated_times_equal_the_plain_walk(
         patch.setattr(timestamps, "_BLOCK", block)
         patch.setattr(timestamps, "LOOK_BACK_LINES", look_back)
         for index in _indexes(data, tmp_path):
-            times = Timestamps(index)
+            run_starts = tuple(data_.draw(st.lists(st.integers(0, index.line_count), max_size=3)))
+            times = Timestamps(index, run_starts)
             queries = list(range(index.line_count))
             if order == "backward":
                 queries.reverse()
             elif order == "shuffled":
                 queries = data_.draw(st.permutations(queries))
             for line in queries:
-                assert times.at(line) == plain_timestamp(index, line, look_back), line
+                assert times.at(line) == plain_timestamp(index, line, look_back, run_starts), line
 
 
 @pytest.mark.parametrize("above", PIECES)
@@ -277,3 +290,24 @@ def test_corpus_lines_streams_are_their_parses() -> None:
     for path in CORPUS[::3]:
         for text in path.read_text(encoding="utf-8", errors="replace").splitlines()[:3000]:
             assert line_stream(text) == parse_line(0, text).stream, (path.name, text)
+
+
+def test_a_time_is_not_taken_from_a_run_before_the_lines_own() -> None:
+    """A restarted service's earlier run was another process: a raw traceback's line of the new
+    run takes no time from it, and the JSON report says none rather than the old run's."""
+    run = [
+        "INFO 10-03 21:{minute}:00 api_server.py:1] vLLM API server version 0.6.3",
+        "Traceback (most recent call last):",
+        '  File "/x/vllm/engine/llm_engine.py", line 1, in step',
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    ]
+    text = "".join(line.format(minute=10) + "\n" for line in run)
+    text += "".join(line.format(minute=20) + "\n" for line in run[1:])  # (a run with no time of its own)
+    text += "".join(line.format(minute=30) + "\n" for line in run)
+    index = LogIndex(text)
+    starts = (0, 4, 7)
+    times = Timestamps(index, starts)
+    assert times.at(3) == "10-03 21:10:00"  # (its own run's banner)
+    assert times.at(6) is None  # (the run before it is not its)
+    assert times.at(10) == "10-03 21:30:00"
+    assert Timestamps(index).at(6) == "10-03 21:10:00"  # (without runs: the writer's last time)

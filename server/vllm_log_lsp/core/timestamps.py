@@ -4,14 +4,15 @@ A log line may carry two timestamps: the runtime's (`docker logs -t`, Kubernetes
 Desktop, Python logging: a full date, often to the microsecond) at the start, and vLLM's logger
 header (`INFO 05-21 10:00:01[.123] [file.py:N]`: no year). The runtime's is the more complete and
 wins. A traceback's lines carry none (Python prints them raw under the logger line), so the time of
-a root cause is that of the nearest line above it written by the same process.
+a root cause is that of the nearest line above it written by the same process, in the same run:
+a restarted service's earlier run was another process, however alike its lines look.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 
 from . import regexes
@@ -63,10 +64,12 @@ def _may_hold_time(text: str) -> bool:
     return ":" in text and _MAY_HOLD_TIME.search(text, 0, _READ) is not None
 
 
-def timestamp_at(index: LogIndex, line: int) -> str | None:
+def timestamp_at(index: LogIndex, line: int, run_starts: Sequence[int] = ()) -> str | None:
     """The time of core line `line`: its own timestamp, else the nearest one above it on a line of
-    the same writer (its process prefix), within `LOOK_BACK_LINES`; None when the log has none."""
-    return Timestamps(index).at(line)
+    the same writer (its process prefix), within `LOOK_BACK_LINES` and not above the start of its
+    run (`run_starts`: the lines where runs start, as `Analysis.run_starts`); None when there is
+    none."""
+    return Timestamps(index, run_starts).at(line)
 
 
 class Timestamps:
@@ -78,8 +81,11 @@ class Timestamps:
     look-up stops at an earlier look-up of the same writer, whose answer tells what lies above
     it (a restart loop's deaths look above each other)."""
 
-    def __init__(self, index: LogIndex) -> None:
+    def __init__(self, index: LogIndex, run_starts: Sequence[int] = ()) -> None:
         self.index = index
+        self._run_starts = sorted(set(run_starts))
+        self._starts_of: dict[str | None, list[int]] = {}  # outer prefix -> the starts of its runs
+        self._outers: list[tuple[int, str | None]] | None = None  # (run start, its outer prefix)
         self._times: dict[int, str | None] = {}  # line -> its own time
         self._writers: dict[int, str] = {}  # line -> its writer (stream), for lines that may hold a time
         # (line, writer) -> (line, time) of that writer's nearest timestamp above it, or None.
@@ -96,16 +102,31 @@ class Timestamps:
         parsed = parse_line(line, raw)
         key = (line, parsed.stream)
         if key not in self._nearest:
-            self._nearest[key] = self._nearest_above(start, parsed)
+            self._nearest[key] = self._nearest_above(start, parsed, self._run_start(line, parsed.outer))
         nearest = self._nearest[key]
         return nearest[1] if nearest is not None else None
 
-    def _nearest_above(self, start: int, first: LogLine) -> tuple[int, str] | None:
+    def _run_start(self, line: int, outer: str | None) -> int:
+        """The first line of the run `line` (of runtime prefix `outer`) is in (0: the first run).
+        A start with no runtime prefix starts every prefix's run, as `incidents.run_lines` has it;
+        a line with none is in the run of the last start of any."""
+        if not self._run_starts:
+            return 0
+        starts = self._starts_of.get(outer)
+        if starts is None:
+            if self._outers is None:
+                index = self.index
+                self._outers = [(n, parse_line(n, index.line_text(n)).outer) for n in self._run_starts]
+            starts = self._starts_of[outer] = [n for n, o in self._outers if o == outer or not o or not outer]
+        at = bisect_right(starts, line) - 1
+        return starts[at] if at >= 0 else 0
+
+    def _nearest_above(self, start: int, first: LogLine, run_start: int = 0) -> tuple[int, str] | None:
         """(line, time) of the nearest timestamp of `first`'s writer among the `LOOK_BACK_LINES`
-        lines above it (`first` starts at `start`), or None."""
+        lines above it (`first` starts at `start`), none above `run_start`, or None."""
         stream, line = first.stream, first.number
         pieces = stream_literals(first)
-        lowest = line - LOOK_BACK_LINES
+        lowest = max(line - LOOK_BACK_LINES, run_start)
         # A line can answer only if it holds the writer's rarest piece (or a colour code that
         # may split it); a writer with none (lines without a prefix) answers only on a line
         # that may hold a time (`_MAY_HOLD_TIME`, searched for in C over each block: most lines
@@ -113,7 +134,7 @@ class Timestamps:
         needles: tuple[Needle, ...] = (
             (pieces[0], *((ESCAPE,) if self.index.has_escape else ())) if pieces else (_MAY_HOLD_TIME,)
         )
-        for number, text in self._lines_back_holding(start, line, LOOK_BACK_LINES, needles):
+        for number, text in self._lines_back_holding(start, line, line - lowest, needles):
             if (number, stream) in self._nearest:
                 # Looked up before: nothing of the writer's lies between, and the window above
                 # that line covers what is left of this one.

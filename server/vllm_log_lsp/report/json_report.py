@@ -30,7 +30,7 @@ DEATH, NO_DEATH, UNREADABLE, INTERNAL_ERROR = "death", "no-death", "unreadable",
 
 def file_json(name: str, analysis: Analysis, numbering: Numbering, index: LogIndex | None) -> dict:
     """The JSON of one analysed file; `index` (of the analysed text) gives the timestamps."""
-    times = Timestamps(index) if index is not None else None
+    times = Timestamps(index, analysis.run_starts) if index is not None else None
     entry = {
         "path": name,
         "error": None,
