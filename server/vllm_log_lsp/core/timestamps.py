@@ -112,14 +112,19 @@ class Timestamps:
         a line with none is in the run of the last start of any."""
         if not self._run_starts:
             return 0
-        starts = self._starts_of.get(outer)
+        starts = self._run_starts if not outer else self._starts_of.get(outer)
         if starts is None:
             if self._outers is None:
-                index = self.index
-                self._outers = [(n, parse_line(n, index.line_text(n)).outer) for n in self._run_starts]
-            starts = self._starts_of[outer] = [n for n, o in self._outers if o == outer or not o or not outer]
+                # (`line_start` walks from a line the index knows: `line_text` would build the
+                # whole line table, every page of a mapped file)
+                self._outers = [(n, parse_line(n, self._text_of(n)).outer) for n in self._run_starts]
+            starts = self._starts_of[outer] = [n for n, o in self._outers if o == outer or not o]
         at = bisect_right(starts, line) - 1
         return starts[at] if at >= 0 else 0
+
+    def _text_of(self, line: int) -> str:
+        start = self.index.line_start(line)
+        return self.index.slice(start, self.index.line_end_at(start))
 
     def _nearest_above(self, start: int, first: LogLine, run_start: int = 0) -> tuple[int, str] | None:
         """(line, time) of the nearest timestamp of `first`'s writer among the `LOOK_BACK_LINES`
