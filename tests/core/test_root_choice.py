@@ -1827,3 +1827,60 @@ def test_an_oom_after_the_kv_cache_was_sized_is_told_by_the_warm_up_step_it_hit(
     )
     [finding] = analyze(_log(lines)).findings
     assert (finding.line, finding.rule_id) == (len(lines) - 1, rule)
+
+
+INSPECTION = [
+    "Error in inspecting model architecture 'Gemma4ForConditionalGeneration'",
+    "Traceback (most recent call last):",
+    '  File "/x/vllm/model_executor/models/registry.py", line 1398, in _run_in_subprocess',
+    "    returned.check_returncode()",
+    "subprocess.CalledProcessError: Command '['/usr/bin/python3', '-m', 'vllm.model_executor.models.registry']' "
+    "returned non-zero exit status 1.",
+    "",
+    "The above exception was the direct cause of the following exception:",
+    "",
+    "Traceback (most recent call last):",
+    '  File "/x/vllm/model_executor/models/registry.py", line 1401, in _run_in_subprocess',
+    "    raise RuntimeError(",
+    "RuntimeError: Error raised in subprocess:",
+]
+SUBPROCESS_ERROR = [
+    "Traceback (most recent call last):",
+    '  File "/x/vllm/model_executor/models/registry.py", line 1424, in <module>',
+    "    _run()",
+    '  File "/x/vllm/vllm_flash_attn/__init__.py", line 33, in <module>',
+    "    raise ImportError(",
+    "ImportError: vllm.vllm_flash_attn requires the CUDA flash attention extensions (_vllm_fa2_C or _vllm_fa3_C). "
+    "On ROCm, use upstream flash_attn.",
+]
+WARNING = (
+    "<frozen runpy>:128: RuntimeWarning: 'vllm.model_executor.models.registry' found in sys.modules after "
+    "import of package 'vllm.model_executor.models'"
+)
+
+
+@pytest.mark.parametrize("prefix", ["", "(APIServer pid=1) ERROR 06-10 23:08:47 [registry.py:963] "])
+@pytest.mark.parametrize("warned", [False, True])
+def test_a_subprocess_error_printed_in_its_reporters_message_is_the_root(prefix: str, warned: bool) -> None:
+    """vLLM inspects a model in a subprocess and raises `RuntimeError: Error raised in subprocess:`
+    with the subprocess's output as the rest of its message: the traceback printed there is the
+    error that happened first; the parent's chain only reports it."""
+    lines = [*INSPECTION, *([WARNING] if warned else []), *SUBPROCESS_ERROR]
+    [finding] = analyze(_log([prefix + line for line in lines])).findings
+    assert (finding.line, finding.rule_id) == (len(lines) - 1, "vllm-extension-not-built")
+    assert "_vllm_fa2_C" in finding.message
+    why_not = {c.line: c.why_not for c in finding.considered}
+    assert "subprocess" in str(why_not[4])
+
+
+@pytest.mark.parametrize(
+    ("last", "writer"),
+    [
+        ("RuntimeError: Error raised in subprocess", ""),  # (no colon: the message embeds nothing)
+        ("RuntimeError: Error raised in subprocess:", "(Worker pid=9) "),  # (another process's traceback)
+    ],
+)
+def test_a_traceback_that_is_not_in_the_message_leaves_the_original_error(last: str, writer: str) -> None:
+    lines = [*INSPECTION[:-1], last, *(writer + line for line in SUBPROCESS_ERROR)]
+    findings = analyze(_log(lines)).findings
+    assert findings[0].line == 4

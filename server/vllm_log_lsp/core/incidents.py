@@ -686,6 +686,7 @@ def _rank(viable: list[tuple[int, Candidate]]) -> tuple[Candidate, list[tuple[Ca
     engine = _engine_side(group)
     originals = [c for c in engine if not _is_waiting(c)] or engine
     chosen = _in_words(min(originals, key=lambda c: (c.event.line, c.event.chain_index)), group)
+    reporter, chosen = chosen, _embedded_cause(chosen, group)
     # Membership by identity: comparing candidates by value walks their events field by field,
     # and a death with thousands of candidates (a log of nothing but tracebacks) made it quadratic.
     in_engine = {id(c) for c in engine}
@@ -700,12 +701,42 @@ def _rank(viable: list[tuple[int, Candidate]]) -> tuple[Candidate, list[tuple[Ca
             why = "an API server error, while the engine side failed"
         elif id(cand) not in in_originals:
             why = "a timeout waiting on another process, which failed"
+        elif reporter is not chosen and cand.traceback is reporter.traceback:
+            why = LineWords(
+                "it reports the error of a subprocess, printed in its message (line {0})", chosen.event.line
+            )
         elif cand.traceback is not None and cand.traceback is chosen.traceback:
             why = "a later link of the same exception chain"
         else:
             why = LineWords("came after line {0}", chosen.event.line)
         demoted.append((cand, why))
     return chosen, demoted
+
+
+#: How many lines after an exception line whose message ends in a colon the traceback it embeds
+#: may start (a warning or two the subprocess printed first).
+_EMBED_GAP = 4
+
+
+def _embedded_cause(chosen: Candidate, group: list[Candidate]) -> Candidate:
+    """The error a subprocess raised, when `chosen`'s chain ends in an exception whose message
+    embeds that subprocess's output: it ends in a colon (`RuntimeError: Error raised in
+    subprocess:`, vLLM's model inspection) and the same writer's next lines hold a traceback,
+    printed as part of the message. That error happened first (the parent only reports it):
+    the original exception of the embedded traceback stands; otherwise `chosen`."""
+    tb = chosen.traceback
+    if tb is None or not tb.chain or not tb.chain[-1].message.rstrip().endswith(":"):
+        return chosen
+    last = tb.chain[-1].line
+    embedded = [
+        cand
+        for cand in group
+        if cand.traceback is not None
+        and cand.traceback is not tb
+        and cand.event.stream == chosen.event.stream
+        and 0 < cand.traceback.header_line - last <= _EMBED_GAP
+    ]
+    return min(embedded, key=lambda c: (c.event.line, c.event.chain_index)) if embedded else chosen
 
 
 def _bare(cand: Candidate) -> bool:
