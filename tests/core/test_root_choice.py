@@ -1884,3 +1884,44 @@ def test_a_traceback_that_is_not_in_the_message_leaves_the_original_error(last: 
     lines = [*INSPECTION[:-1], last, *(writer + line for line in SUBPROCESS_ERROR)]
     findings = analyze(_log(lines)).findings
     assert findings[0].line == 4
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "RuntimeError: cutlass_gemm_caller, /workspace/csrc/libtorch_stable/quantization/w8a8/cutlass/c3x/"
+        "cutlass_gemm_caller.cuh:62, Error Internal",
+        "RuntimeError: Dummy run failed: cutlass_scaled_mm_sm80_epilogue, /workspace/csrc/quantization/w8a8/cutlass/"
+        "scaled_mm_c2x.cu:89",
+    ],
+)
+def test_a_cutlass_w8a8_kernel_that_fails_in_the_first_forward_pass_is_named(error: str) -> None:
+    engine = "(EngineCore pid=292) ERROR 08-14 07:51:19 [core.py:1330] "
+    lines = [
+        "(EngineCore pid=292) INFO 08-14 07:46:38 [__init__.py:604] Selected CutlassFp8BlockScaledMMKernel for Fp8LinearMethod",
+        engine + "EngineCore failed to start.",
+        engine + "Traceback (most recent call last):",
+        engine + '  File "/x/vllm/v1/worker/gpu_model_runner.py", line 1, in profile_run',
+        engine + "    self._dummy_run(self.max_num_tokens)",
+        engine + error,
+    ]
+    [finding] = analyze(_log(lines)).findings
+    assert (finding.line, finding.rule_id) == (5, "cutlass-scaled-mm-failed")
+
+
+@pytest.mark.parametrize("layer", ["ScaledMM", "WNA16"])
+def test_no_kernel_for_a_quantized_layer_is_named_with_its_reasons_below(layer: str) -> None:
+    engine = "(EngineCore pid=277) ERROR 08-14 08:00:55 [core.py:1330] "
+    lines = [
+        engine + "Traceback (most recent call last):",
+        engine
+        + '  File "/x/vllm/model_executor/kernels/linear/__init__.py", line 574, in choose_scaled_mm_linear_kernel',
+        engine + "    raise ValueError(",
+        engine
+        + f"ValueError: Failed to find a kernel that can implement the {layer} linear layer. Reasons: ",
+        engine + "MarlinFP8ScaledMMLinearKernel To apply FP8 Marlin on high-capability GPUs, please set "
+        "VLLM_TEST_FORCE_FP8_MARLIN=1.",
+    ]
+    [finding] = analyze(_log(lines)).findings
+    assert (finding.line, finding.rule_id) == (3, "no-scaled-mm-kernel")
+    assert layer in finding.message
