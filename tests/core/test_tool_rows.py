@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support import unavailable
 from vllm_log_lsp.core import prefilter
 from vllm_log_lsp.core.prefilter import ToolRows, _within, parse_rows, search_tool
 
@@ -174,7 +175,7 @@ def _running(rows: list[tuple[int, int]], code: int = 0):
     from vllm_log_lsp.core import early
 
     if not hasattr(os, "memfd_create"):
-        pytest.skip("in-memory files (Linux) are needed")
+        unavailable("in-memory files (memfd_create) are needed", "the tests on Linux, as CI does")
     spec = ";".join(f"{number + 1}:{start}:text" for start, number in rows)
     return early._Process([sys.executable, "-c", _WRITER, spec, str(code)])
 

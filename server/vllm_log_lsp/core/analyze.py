@@ -253,24 +253,21 @@ class Analyzer:
             # invalid UTF-8 (for `_encoding_warnings`) meanwhile, while the search runs (a large
             # mapped file's check goes on beside the analysis: `LogIndex.start_utf8_check`).
             groups = [scan_literals(self.catalog), STATS_LITERALS, run_start_literals(self.catalog)]
+            begin = min(start, stats_begin)
             # A fresh scan reads the scan group's lines as rg finds them (`StreamedRows`): its
-            # search runs on beside the scan. Should it fail meanwhile, the scan is done again
-            # from lines searched for the usual way.
+            # search runs on beside the scan. Should it fail meanwhile, the scan (fresh: `scan`
+            # is still None, `begin` 0) is done again from lines searched for the usual way.
             try:
                 scanned, stats_lines, marker_lines = candidate_lines_by_group(
-                    index,
-                    groups,
-                    min(start, stats_begin),
-                    meanwhile=index.start_utf8_check,
-                    stream_first=scan is None,
+                    index, groups, begin, meanwhile=index.start_utf8_check, stream_first=scan is None
                 )
                 if stats_begin < start:
                     scanned = [line for line in scanned if line[0] >= start]
                     marker_lines = [line for line in marker_lines if line[0] >= start]
                 scan = scan_lines(index, self.catalog, scan, start, scanned, marker_lines)
             except SearchFailed:
-                scanned, stats_lines, marker_lines = candidate_lines_by_group(index, groups, 0)
-                scan = scan_lines(index, self.catalog, None, 0, scanned, marker_lines)
+                scanned, stats_lines, marker_lines = candidate_lines_by_group(index, groups, begin)
+                scan = scan_lines(index, self.catalog, None, start, scanned, marker_lines)
             stats = scan_stats(index, kept, stats_begin, stats_lines)
             # (read: not held through the analysis, a line in a few each)
             del scanned, stats_lines, marker_lines

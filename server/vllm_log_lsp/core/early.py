@@ -241,19 +241,17 @@ def take(
         search.stop()
         return None
     handed = search.processes[running] if running is not None else None
+    outputs: list[bytes | _Process | None] | None = None
     try:
         while pending:
             pending.pop()()
         outputs = [process if process is handed else process.result() for process in search.processes]
     finally:
+        failed = outputs is None or None in outputs  # (an exception, or a search that failed)
         for process in search.processes:
-            if process is not handed:
+            if process is not handed or failed:
                 process.stop()
-    if None in outputs:
-        if handed is not None:
-            handed.stop()
-        return None
-    return outputs  # type: ignore[return-value]
+    return None if failed else outputs  # type: ignore[return-value]
 
 
 def discard() -> None:

@@ -15,7 +15,7 @@ import re
 from . import catalog as catalog_mod
 from . import regexes
 from .catalog import Catalog, Marker, Pattern, required_alternatives
-from .lines import parse_line
+from .lines import parse_line, starts_of_prefix
 from .model import Confidence, Considered, ExceptionEvent, LineWords, LogLine, Precursor, Symptom
 from .records import dataclass, field, replace
 from .scan import FATAL_LEVELS, MAX_LINE, Candidate, Scan
@@ -51,7 +51,7 @@ def run_lines(scan: Scan, outer: str) -> list[int]:
 
 
 def _run_lines(scan: Scan, outer: str) -> list[int]:
-    starts = sorted({n for n, o in scan.run_starts if o == outer or not o or not outer})
+    starts = starts_of_prefix(scan.run_starts, outer)
     ends = sorted({s.line for s, _, _ in scan.symptoms} | {c.event.line for c in scan.events if _fatal(c)})
     merged: list[int] = []
     for line in starts:
@@ -193,16 +193,12 @@ def hangs_at_end(index: LogIndex, catalog: Catalog, scan: Scan, incidents: list[
         if not waiting or sum(seconds for _, _, seconds in waiting) < _HANG_SECONDS:
             continue
         last_report = waiting[-1][0].line
-        if (run_end if run_end is not None else _line_count(index)) - last_report > _HANG_TAIL_LINES:
+        if (run_end if run_end is not None else index.line_count) - last_report > _HANG_TAIL_LINES:
             continue
         began, line, _ = waiting[0]
         symptom = Symptom(began.line, began.span, "hung-at-end", "The processes hung from here", began.text)
         found_hangs.append(Incident(outer, run_index, [(symptom, _HUNG, line)]))
     return found_hangs
-
-
-def _line_count(index: LogIndex) -> int:
-    return index.line_of(max(0, len(index) - 1)) + 1
 
 
 def stand_in_why(incident: Incident) -> str:
@@ -1099,7 +1095,7 @@ def symptom_as_root(incident: Incident) -> Candidate:
         groups = found.groupdict() if found else {}
         has_code = bool(groups.get("exit_code") or groups.get("status"))
         empty_procs = groups.get("procs") == "{}"
-        names_exit = "(?P<exit_code>" in marker.pattern.source
+        names_exit = "exit_code" in marker.pattern.compiled.groupindex
         raised = looks_like_exception(symptom.text) is not None
         rank = 0 if has_code else 1 if empty_procs else 2 if names_exit else 3
         return (rank, 0 if raised else 1, symptom.line)

@@ -50,6 +50,14 @@ _OUTER = regexes.compile(
 OPERATOR_NAMES = r"\((?:[\w.\->]|\([\w.\->]*\))*\)"
 PROCESS_NAME = r"[A-Za-z_][\w.\-]*(?:" + OPERATOR_NAMES + ")?"
 
+
+def starts_of_prefix(starts: Iterable[tuple[int, str | None]], outer: str | None) -> list[int]:
+    """The lines of `starts` ((line, runtime prefix) of each run start) that start a run of lines
+    of runtime prefix `outer`, sorted: a start of the same prefix, or one with none (a plain log's
+    start is every service's); a line with no prefix is in the run of any start."""
+    return sorted({line for line, prefix in starts if prefix == outer or not prefix or not outer})
+
+
 _PROCESS = regexes.compile(
     r"""
     \((?P<name>"""

@@ -141,10 +141,7 @@ def candidate_lines_by_group(
     if found is None:
         found = _split_by_group(index, sets, begin)
     # (A tool's rows read when iterated are numbered: their checkpoints only are remembered.)
-    _number_in_order(
-        index,
-        [rows.checkpoints() if isinstance(rows, ToolRows) else rows for rows in found],
-    )
+    _number_in_order(index, [rows.checkpoints() if isinstance(rows, ToolRows) else rows for rows in found])
     return found  # type: ignore[return-value]  # (numbered now)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 
 from . import regexes
-from .lines import VLLM_HEADER_DATE, line_stream, parse_line
+from .lines import VLLM_HEADER_DATE, line_stream, parse_line, starts_of_prefix
 from .model import LogLine
 from .text import ESCAPE, LogIndex, strip_ansi
 from .tracebacks import stream_literals
@@ -107,9 +107,8 @@ class Timestamps:
         return nearest[1] if nearest is not None else None
 
     def _run_start(self, line: int, outer: str | None) -> int:
-        """The first line of the run `line` (of runtime prefix `outer`) is in (0: the first run).
-        A start with no runtime prefix starts every prefix's run, as `incidents.run_lines` has it;
-        a line with none is in the run of the last start of any."""
+        """The first line of the run `line` (of runtime prefix `outer`) is in (0: the first run;
+        which starts begin its runs: `lines.starts_of_prefix`)."""
         if not self._run_starts:
             return 0
         starts = self._run_starts if not outer else self._starts_of.get(outer)
@@ -118,7 +117,7 @@ class Timestamps:
                 # (`line_start` walks from a line the index knows: `line_text` would build the
                 # whole line table, every page of a mapped file)
                 self._outers = [(n, parse_line(n, self._text_of(n)).outer) for n in self._run_starts]
-            starts = self._starts_of[outer] = [n for n, o in self._outers if o == outer or not o]
+            starts = self._starts_of[outer] = starts_of_prefix(self._outers, outer)
         at = bisect_right(starts, line) - 1
         return starts[at] if at >= 0 else 0
 
