@@ -375,3 +375,72 @@ def test_leaked_resources_at_shutdown_mean_a_kill() -> None:
     text = "UserWarning: resource_tracker: There appear to be 2 leaked shared_memory objects to clean up at shutdown"
     rule, captures = classify(CATALOG, text, [], [], [text], "model_loading")
     assert rule is not None and rule.family == "process" and captures["count"] == "2"
+
+
+# Each library's words for a thread the OS would not start (EAGAIN from pthread_create), and
+# the same status codes and types where they mean something else.
+THREAD_LIMIT = [
+    ("RuntimeError: can't start new thread", [], "thread-limit-reached"),
+    (
+        "pyo3_runtime.PanicException: The global thread pool has not been initialized.: ThreadPoolBuildError "
+        '{ kind: IOError(Os { code: 11, kind: WouldBlock, message: "Resource temporarily unavailable" }) }',
+        [],
+        "thread-limit-reached",
+    ),
+    (
+        "RuntimeError: OpenBLAS blas_thread_init: pthread_create failed for thread 3 of 128: Resource temporarily unavailable",
+        [],
+        "thread-limit-reached",
+    ),
+    (
+        "terminate called after throwing an instance of 'std::system_error'",
+        ["  what():  Resource temporarily unavailable"],
+        "thread-limit-reached",
+    ),
+    # (std::system_error for another errno is some other failed call: a native abort)
+    (
+        "terminate called after throwing an instance of 'std::system_error'",
+        ["  what():  Invalid argument"],
+        "native-abort",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "window", "rule_id"), THREAD_LIMIT)
+def test_a_thread_the_os_refused_is_the_thread_limit(text: str, window: list[str], rule_id: str) -> None:
+    rule, _ = classify(CATALOG, text, [], [], [text, *window], "serving")
+    assert rule is not None and rule.id == rule_id
+
+
+# XLA's out-of-memory wordings (JAX, torch_xla, compile time) with their numbers; gRPC's
+# RESOURCE_EXHAUSTED for a message too large is not memory.
+TPU_OOM = [
+    (
+        "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: E0101: RuntimeProgramAllocationFailure:",
+        "Error loading program 'jit_decode_fn': Attempting to reserve 1.50G at the bottom of memory. That was not possible. There are 1.02G free, 0B reserved.",
+        {"tried": "1.50G", "free": "1.02G", "program": "jit_decode_fn"},
+    ),
+    (
+        "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 8.00G. That was not possible. There are 7.25G free.; (0x0x0_HBM0)",
+        "",
+        {"tried": "8.00G", "free": "7.25G"},
+    ),
+    (
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 33.10G of 31.25G hbm. Exceeded hbm capacity by 1.85G.",
+        "",
+        {"used": "33.10G", "total": "31.25G", "space": "hbm"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "next_line", "captures"), TPU_OOM)
+def test_xla_out_of_memory_is_the_tpu_oom_with_its_numbers(text: str, next_line: str, captures: dict) -> None:
+    rule, found = classify(CATALOG, text, [], [], [text, next_line], "warmup")
+    assert rule is not None and rule.id == "tpu-hbm-oom"
+    assert captures.items() <= found.items()
+
+
+def test_grpc_resource_exhausted_is_not_memory() -> None:
+    text = "grpc._channel._InactiveRpcError: RESOURCE_EXHAUSTED: Received message larger than max (8388608 vs. 4194304)"
+    rule, _ = classify(CATALOG, text, [], [], [text], "serving")
+    assert rule is None or rule.family != "memory"

@@ -1925,3 +1925,62 @@ def test_no_kernel_for_a_quantized_layer_is_named_with_its_reasons_below(layer: 
     [finding] = analyze(_log(lines)).findings
     assert (finding.line, finding.rule_id) == (3, "no-scaled-mm-kernel")
     assert layer in finding.message
+
+
+@pytest.mark.parametrize("writer", ["", "(APIServer pid=12) "])
+def test_a_thread_the_os_refused_while_tokenizing_is_the_root_not_the_teardown(writer: str) -> None:
+    lines = [
+        "(EngineCore pid=20) INFO 05-05 09:33:40 [core.py:100] init engine (profile, create kv cache, warmup model) took 80.1 seconds",
+        writer + "Traceback (most recent call last):",
+        writer + '  File "/x/vllm/entrypoints/llm.py", line 866, in _preprocess_cmpl',
+        writer + "    return renderer.render_cmpl(parsed_prompts, tok_params)",
+        writer + '  File "/x/transformers/tokenization_utils_fast.py", line 553, in _batch_encode_plus',
+        writer + "    encodings = self._tokenizer.encode_batch(",
+        writer
+        + "pyo3_runtime.PanicException: The global thread pool has not been initialized.: ThreadPoolBuildError "
+        '{ kind: IOError(Os { code: 11, kind: WouldBlock, message: "Resource temporarily unavailable" }) }',
+        "(EngineCore pid=20) INFO 05-05 09:33:52 [core.py:1384] Shutdown initiated (timeout=0)",
+        "[rank2]:[W505 09:33:53.754859063 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=101): Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?",
+    ]
+    [finding] = analyze(_log(lines)).findings
+    assert (finding.line, finding.rule_id) == (6, "thread-limit-reached")
+
+
+def test_an_xla_program_that_does_not_fit_in_tpu_warm_up_is_a_tpu_oom() -> None:
+    engine = "(EngineCore pid=187) ERROR 08-07 23:27:17 [core.py:1349] "
+    lines = [
+        "(EngineCore pid=187) INFO 08-07 23:27:16 [compilation_manager.py:137] Precompile structured_decode --> {'num_reqs': 256}",
+        engine + "EngineCore failed to start.",
+        engine + "Traceback (most recent call last):",
+        engine + '  File "/w/tpu_inference/runner/compilation_manager.py", line 222, in _flush_compilations',
+        engine + "    out = warmup_handler(fn, args, call_kwargs)",
+        engine + "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: E0101: RuntimeProgramAllocationFailure:",
+        engine
+        + "Error loading program 'jit_sample_fn': Attempting to reserve 96.00M at the bottom of memory. "
+        "That was not possible. There are 80.50M free, 0B reserved, and 80.50M reservable.",
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ]
+    [finding] = analyze(_log(lines)).findings
+    assert (finding.line, finding.rule_id) == (5, "tpu-hbm-oom")
+    assert "96.00M" in finding.message and "80.50M" in finding.message
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_a_placement_group_ray_never_placed_is_named_after_the_waits(prefix: str) -> None:
+    specs = "[{'GPU': 1.0, 'node:10.8.0.7': 0.001}, {'GPU': 1.0}, {'GPU': 1.0}, {'GPU': 1.0}]"
+    lines = [
+        "INFO 04-16 02:35:59 [ray_utils.py:335] No current placement group found. Creating a new placement group.",
+        "WARNING 04-16 02:35:59 [ray_utils.py:342] The number of required GPUs exceeds the total number of available GPUs in the placement group.",
+        *(
+            f"INFO 04-16 02:36:09 [ray_utils.py:233] Waiting for creating a placement group of specs for {s} seconds. specs={specs}."
+            for s in (10, 30, 70, 150, 310, 630, 1270)
+        ),
+        "Traceback (most recent call last):",
+        '  File "/x/vllm/executor/ray_utils.py", line 240, in _wait_until_pg_ready',
+        "    raise ValueError(",
+        f"ValueError: Cannot provide a placement group of placement_group_specs={specs} within 1800 seconds. "
+        "See `ray status` and `ray list nodes` to make sure the cluster has enough resources.",
+    ]
+    [finding] = analyze(_log(lines, prefix)).findings
+    assert (finding.line, finding.rule_id) == (len(lines) - 1, "ray-placement-group-timeout")
+    assert "1800 seconds" in finding.message
