@@ -444,3 +444,56 @@ def test_grpc_resource_exhausted_is_not_memory() -> None:
     text = "grpc._channel._InactiveRpcError: RESOURCE_EXHAUSTED: Received message larger than max (8388608 vs. 4194304)"
     rule, _ = classify(CATALOG, text, [], [], [text], "serving")
     assert rule is None or rule.family != "memory"
+
+
+# NVML's errors by what they mean: a query the GPU slice will not answer, or no NVML at all.
+NVML_ERRORS = [
+    ("pynvml.NVMLError_NoPermission: Insufficient Permissions", "nvml-query-refused"),
+    ("pynvml.NVMLError_NotSupported: Not Supported", "nvml-query-refused"),
+    ("pynvml.NVMLError_LibraryNotFound: NVML Shared Library Not Found", "no-gpu-or-driver"),
+    ("pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded", "no-gpu-or-driver"),
+]
+
+
+@pytest.mark.parametrize(("text", "rule_id"), NVML_ERRORS)
+def test_an_nvml_error_is_told_by_what_it_means(text: str, rule_id: str) -> None:
+    frames = ["humming/utils/device.py:calculate_gpu_bandwidth", "pynvml.py:nvmlDeviceGetMemoryBusWidth"]
+    rule, captures = classify(CATALOG, text, [], frames, [text], "memory_profiling")
+    assert rule is not None and rule.id == rule_id
+    if rule_id == "nvml-query-refused":
+        assert captures["query"] == "nvmlDeviceGetMemoryBusWidth"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ValueError: Selected backend AttentionBackendEnum.FLASHINFER is not valid for this configuration. Reason: ['kv_cache_dtype not supported']",
+        "ValueError: Selected backend _Backend.FLASH_ATTN is not valid for this configuration. Reason: ['compute capability not supported']",
+    ],
+)
+def test_a_chosen_attention_backend_refused_for_the_configuration_gives_its_reasons(text: str) -> None:
+    frames = [
+        "vllm/v1/attention/selector.py:_cached_get_attn_backend",
+        "vllm/platforms/cuda.py:get_attn_backend_cls",
+    ]
+    rule, captures = classify(CATALOG, text, [], frames, [text], "model_loading")
+    assert rule is not None and rule.id == "attention-backend-unsupported"
+    assert "not supported" in captures["reasons"]
+
+
+@pytest.mark.parametrize(
+    ("frames", "rule_id"),
+    [
+        (
+            ["vllm/engine/arg_utils.py:create_engine_config", "vllm/config/device.py:__post_init__"],
+            "platform-detection-failed",
+        ),
+        (["my_app/loader.py:to_device"], "unrecognized"),  # (torch's words elsewhere: an empty device string)
+    ],
+)
+def test_an_empty_device_string_is_no_platform_only_in_vllms_device_config(
+    frames: list[str], rule_id: str
+) -> None:
+    text = "RuntimeError: Device string must not be empty"
+    rule, _ = classify(CATALOG, text, [], frames, [text], "startup")
+    assert rule is not None and rule.id == rule_id
