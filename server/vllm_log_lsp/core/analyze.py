@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 
 from . import catalog as catalog_mod
+from .abandoned import abandoned_startups
 from .catalog import Catalog, RuleMatches
 from .classify import build_finding, classify
 from .context import read_context
@@ -342,6 +343,9 @@ def _analysis(
     unwrapped = unwrap(scan) if unwrap is not None else unwrap_candidates(catalog, scan)
     pools = sorted(unwrapped, key=lambda c: c.event.line)
     incidents = group_incidents(index, catalog, scan, pools)
+    abandoned = abandoned_startups(index, catalog, scan, incidents)
+    if abandoned:
+        incidents = sorted([*incidents, *abandoned], key=lambda inc: inc.symptoms[0][0].line)
     findings: list[Finding] = []
     runs: dict[tuple[str, int], RunSegment] = {}
     matches = RuleMatches(catalog)  # deaths of a restart loop repeat their causes

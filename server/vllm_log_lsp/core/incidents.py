@@ -203,6 +203,12 @@ def hangs_at_end(index: LogIndex, catalog: Catalog, scan: Scan, incidents: list[
 
 def stand_in_why(incident: Incident) -> str:
     """Why a symptom stands in for the root cause of `incident`, which printed no error."""
+    if incident.symptoms[0][0].kind == "startup-abandoned":
+        return (
+            "no traceback was printed: the caller caught the engine's start-up error and printed "
+            "only its message (this line); the engine's executor shut down right after, before "
+            "start-up completed"
+        )
     if incident.symptoms[0][0].kind == "hung-at-end":
         return (
             "no error was printed: the log ends in a hang; from this line on, the process reported "
@@ -231,7 +237,7 @@ def _is_silent_death(
     if cand.tier == 2:
         # Stopping a server that served is an operator's choice; stopping one that never came
         # up is how a hang in start-up ends.
-        return not served and not _reached_serving(index, catalog, run_lo, cand_offset)
+        return not served and not reached_serving(index, catalog, run_lo, cand_offset)
     if served and _request_error(cand):
         return False
     if run_end is not None and _bare(cand):
@@ -298,7 +304,9 @@ _TEARDOWN = catalog_mod.compile_pattern(
 _SERVING_PHASES = ("serving",)
 
 
-def _reached_serving(index: LogIndex, catalog: Catalog, lo: int, hi: int) -> bool:
+def reached_serving(index: LogIndex, catalog: Catalog, lo: int, hi: int) -> bool:
+    """Whether a serving marker (the API server up, a response; not a weak sign such as a stats
+    line) lies in [lo, hi)."""
     for marker in catalog.markers_of("phase"):
         if marker.phase not in _SERVING_PHASES or marker.id in _WEAK_PROGRESS:
             continue
