@@ -162,7 +162,11 @@ def check_file(
         analysis = analyzer.analyze(source.data, tuple(source.warnings), source.plain_path)
         if hook is not None:
             hook(path, source, analysis)
-        has_lines = analysis.findings or (analysis.health is not None and analysis.health.series)
+        has_lines = (
+            analysis.findings
+            or analysis.ended_in_startup is not None
+            or (analysis.health is not None and analysis.health.series)
+        )
         # The lines the analysis read (a JSON-format log's are its transcript's).
         lines_read = analyzer.index
         assert lines_read is not None  # (it has analysed the file)

@@ -56,6 +56,7 @@ def test_json_report_schema() -> None:
         "warnings": [],
         "incidents": [],
         "precursors": [],
+        "ended_in_startup": None,  # (it served: see tests/core/test_ended_in_startup.py)
     }
     assert summary["status"] == "no-death" and summary["incidents"] == 0
     assert health["findings"] == [] and [s["samples"] for s in health["series"]] == [2]

@@ -136,3 +136,25 @@ async def test_report_command_reads_an_unopened_file(client, tmp_path):
         await client.workspace_execute_command_async(
             types.ExecuteCommandParams(command="vllmLog.report", arguments=[str(tmp_path / "missing.log")])
         )
+
+
+STARTING = [
+    "(APIServer pid=1) INFO 09-28 00:52:01 [api_server.py:1] vLLM API server version 0.30.0",
+    "(Worker_TP0 pid=390) INFO 09-28 01:06:18 [model_runner.py:375] Model loading took 89.55 GiB and 817.96 seconds",
+    "(Worker_TP0 pid=390) INFO 09-28 01:06:22 [encoder_runner.py:119] Encoder cache will be initialized",
+]
+
+
+async def test_a_log_that_ends_in_start_up_gets_a_note_not_an_error(client):
+    uri = fresh_uri("starting.log")
+    diagnostics = await open_log(client, uri, "\n".join(STARTING) + "\n")
+    assert [(d.range.start.line, d.code, d.severity) for d in diagnostics] == [
+        (1, "ended-in-startup", SEV.Information)
+    ]
+    assert "memory profiling" in diagnostics[0].message
+    close(client, uri)
+    uri = fresh_uri("started.log")
+    up = "(APIServer pid=1) INFO 09-28 01:07:45 [launcher.py:1] Application startup complete."
+    diagnostics = await open_log(client, uri, "\n".join([*STARTING, up]) + "\n")
+    assert "ended-in-startup" not in {d.code for d in diagnostics}
+    close(client, uri)

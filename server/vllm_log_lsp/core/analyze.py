@@ -51,6 +51,7 @@ from .model import (
 )
 from .order import SAMPLE_CHARS as ORDER_SAMPLE_CHARS
 from .order import ReversedLines, newest_first, oldest_first
+from .phase import ended_in_startup
 from .prefilter import SearchFailed, candidate_lines_by_group
 from .records import replace
 from .repeats import next_copy_end, resume_point
@@ -366,6 +367,7 @@ def _analysis(
         folds=_folds(scan),
         run_starts=run_starts,
         health=build_health(index, stats, run_starts, line_count, findings, known_offsets=scan.offsets),
+        ended_in_startup=None if findings else ended_in_startup(index, catalog),
     )
 
 

@@ -359,6 +359,8 @@ class Analysis:
     folds: tuple[tuple[int, int], ...] = ()  # (first, last) line of each traceback
     run_starts: tuple[int, ...] = ()  # lines where vLLM (re)started
     health: Health | None = None  # stats series, health findings, pre-failure records
+    # With no death: the start-up phase the log ends in (`phase.ended_in_startup`), if it does.
+    ended_in_startup: PhaseMark | None = None
     # For a log analysed through a transcript (vLLM's JSON format, a terminal copy's rows joined):
     # its positions as (`\n`-line, column) of the log itself, and back. None: positions are the
     # log's own.

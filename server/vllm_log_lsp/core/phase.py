@@ -92,6 +92,43 @@ def _last_marker(index: LogIndex, catalog: Catalog, lo: int, hi: int) -> tuple[i
     return best_pos, best_phase
 
 
+#: How much of a log's end `ended_in_startup` reads (bytes or characters): a log that ends in
+#: start-up ends a few lifecycle lines after its last one, and a long log is not read whole.
+_END_SPAN = 1 << 18
+#: The phases of a start-up that has not completed, and the markers that say it has.
+_STARTUP_PHASES = (
+    "startup",
+    "model_loading",
+    "memory_profiling",
+    "torch_compile",
+    "cuda_graph_capture",
+    "warmup",
+)
+_READY_MARKERS = ("engine-ready", "graph-done")
+
+
+def ended_in_startup(index: LogIndex, catalog: Catalog) -> PhaseMark | None:
+    """The start-up phase the log ends in, entered at its last lifecycle marker, when that marker
+    (in the log's last `_END_SPAN`) is a start-up step's and not one that says the engine is
+    ready; else None (the log ends serving, shutting down, or says nothing of its phase there).
+    For a log with no death: a server that never came up was stopped or killed there unseen."""
+    lo = max(0, len(index) - _END_SPAN)
+    best_pos, best = -1, None
+    for marker in catalog.markers_of("phase"):
+        pos = index.rfind(marker.literal, max(lo, best_pos + 1), len(index))
+        tries = 0
+        while pos >= 0 and tries < _MARKER_TRIES:
+            start = index.line_start_at(pos)
+            if marker.pattern.search(parse_line(0, index.line_at(pos, MAX_LINE)).message.strip()):
+                best_pos, best = pos, marker
+                break
+            pos = index.rfind(marker.literal, max(lo, best_pos + 1), start)
+            tries += 1
+    if best is None or best.phase not in _STARTUP_PHASES or best.id in _READY_MARKERS:
+        return None
+    return PhaseMark(index.line_of(best_pos), best.phase, PHASE_TITLES[best.phase])
+
+
 def phase_title(phase: str) -> str:
     """The phase in words ("memory profiling and KV-cache sizing")."""
     return PHASE_TITLES.get(phase, phase)

@@ -20,6 +20,8 @@ from .positions import line_range
 from .state import AnalysisResult
 
 SOURCE = "vllm-log"
+#: The code of the note on a log with no death that ends in start-up.
+ENDED_IN_STARTUP = "ended-in-startup"
 #: Where a finding without references of its own links to.
 TROUBLESHOOTING_URL = "https://docs.vllm.ai/en/latest/usage/troubleshooting.html"
 
@@ -78,6 +80,20 @@ def build_diagnostics(uri: str, result: AnalysisResult, encoding: str) -> list[t
     health = result.analysis.health
     for item in health.findings if health is not None else ():
         diagnostics.append(_health_diagnostic(uri, result, item, encoding))
+    ended = result.analysis.ended_in_startup
+    if ended is not None:
+        diagnostics.append(
+            types.Diagnostic(
+                range=result.lines.line_range(ended.line, encoding),
+                message=(
+                    f"The log ends during start-up ({ended.title}) with no death in it: if the server "
+                    "never came up, it was stopped or killed here without a report"
+                ),
+                severity=_severity(result, (ENDED_IN_STARTUP,), "information"),
+                source=SOURCE,
+                code=ENDED_IN_STARTUP,
+            )
+        )
     return diagnostics
 
 

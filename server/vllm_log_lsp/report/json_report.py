@@ -53,6 +53,11 @@ def file_json(name: str, analysis: Analysis, numbering: Numbering, index: LogInd
             for group in collapse_precursors(analysis.precursors, analysis.findings)
         ],
         "health": health_to_json(analysis.health, numbering.line),
+        "ended_in_startup": (
+            {"phase": ended.phase, "line": numbering.line(ended.line) + 1}
+            if (ended := analysis.ended_in_startup) is not None
+            else None
+        ),
     }
     entry["summary"] = file_summary(entry)
     return entry

@@ -57,6 +57,7 @@ def render_text(
     health = analysis.health
     if not analysis.findings:
         out.append(f"{path}: {style.dim('no engine death found')}")
+        out.extend(_ended_in_startup_lines(path, analysis, style, lines))
     for finding in analysis.findings:
         out.extend(_finding_lines(path, finding, style, lines, locate))
         record = record_line(health.record_for(finding.line) if health else None, lines.line)
@@ -65,6 +66,19 @@ def render_text(
     out.extend(precursor_lines(path, analysis, style, lines, locate))
     out.extend(health_lines(path, health, style.yellow, style.dim, lines.line))
     return "\n".join(out).rstrip("\n")
+
+
+def _ended_in_startup_lines(path: str, analysis: Analysis, style: Style, lines: Numbering) -> list[str]:
+    """What a log with no death that ends in start-up says: where, and what that may mean."""
+    ended = analysis.ended_in_startup
+    if ended is None:
+        return []
+    return [
+        f"  {style.yellow('note')}: the log ends during start-up ({ended.title}, from line "
+        f"{lines.line(ended.line) + 1}): if the server never came up, it was stopped or killed "
+        "there without a report (`dmesg -T | grep -i -E 'killed process|out of memory'` for the "
+        "OOM killer; a container's exit code)"
+    ]
 
 
 def precursor_lines(
