@@ -18,6 +18,7 @@ from .catalog import Catalog, Marker
 from .incidents import Incident, reached_serving, run_lines
 from .lines import parse_line
 from .model import LogLine, Span, Symptom
+from .phase import READY_MARKERS
 from .scan import Scan
 from .text import LogIndex
 
@@ -35,9 +36,6 @@ _CALLER_REPORT = regexes.compile(
     r"^(?:[A-Za-z][\w.()-]*(?: [\w.()-]+){0,3} )?(?:[Ee]rror|ERROR|[Ff]ailed|FAILED|[Ee]xception)"
     r"(?: [\w-]+){0,5}: +(?P<message>\S.{3,})$"
 )
-
-#: Markers of the end of start-up (the engine is ready): after one, a shutdown is a normal exit.
-_READY_MARKERS = ("engine-ready", "graph-done")
 
 ABANDONED = Marker("symptom", "startup-abandoned", "", catalog_mod.compile_pattern("."), "Start-up abandoned")
 
@@ -58,8 +56,8 @@ def abandoned_startups(
         for run_index in range(len(starts) + 1):
             if (outer, run_index) in taken:
                 continue
-            lo = index.line_start(starts[run_index - 1]) if run_index > 0 else 0
-            hi = index.line_start(starts[run_index]) if run_index < len(starts) else len(index)
+            lo = _line_offset(index, scan, starts[run_index - 1]) if run_index > 0 else 0
+            hi = _line_offset(index, scan, starts[run_index]) if run_index < len(starts) else len(index)
             # (a runtime prefix with no run start of its own, a compose service's, is read with
             # the lines of no prefix: their run starts are its too)
             writers = {outer} if outer else None
@@ -73,6 +71,13 @@ def abandoned_startups(
                 taken.add((writer, incident.run_index))
                 found.append(incident)
     return found
+
+
+def _line_offset(index: LogIndex, scan: Scan, line: int) -> int:
+    """Where line `line` starts: known from the scan (a run start is a line it read), else walked
+    to from a line the index knows."""
+    known = scan.offsets.get(line)
+    return known if known is not None else index.line_start(line)
 
 
 def _abandoned_run(
@@ -157,6 +162,6 @@ def _caller_report(lines: list[str], at: int, stream: str) -> int | None:
 def _ready(index: LogIndex, catalog: Catalog, lo: int, hi: int) -> bool:
     """Whether the engine said it was ready (start-up complete) in [lo, hi)."""
     for marker in catalog.markers_of("phase"):
-        if marker.id in _READY_MARKERS and index.find(marker.literal, lo, hi) >= 0:
+        if marker.id in READY_MARKERS and index.find(marker.literal, lo, hi) >= 0:
             return True
     return False

@@ -104,7 +104,7 @@ _STARTUP_PHASES = (
     "cuda_graph_capture",
     "warmup",
 )
-_READY_MARKERS = ("engine-ready", "graph-done")
+READY_MARKERS = ("engine-ready", "graph-done")
 
 
 def ended_in_startup(index: LogIndex, catalog: Catalog) -> PhaseMark | None:
@@ -124,7 +124,7 @@ def ended_in_startup(index: LogIndex, catalog: Catalog) -> PhaseMark | None:
                 break
             pos = index.rfind(marker.literal, max(lo, best_pos + 1), start)
             tries += 1
-    if best is None or best.phase not in _STARTUP_PHASES or best.id in _READY_MARKERS:
+    if best is None or best.phase not in _STARTUP_PHASES or best.id in READY_MARKERS:
         return None
     return PhaseMark(index.line_of(best_pos), best.phase, PHASE_TITLES[best.phase])
 
