@@ -185,15 +185,16 @@ def hangs_at_end(index: LogIndex, catalog: Catalog, scan: Scan, incidents: list[
     for (outer, run_index), streak in streaks.items():
         starts = starts_of[outer]
         run_end = starts[run_index] if run_index < len(starts) else None
+        # The wait that ends the run ends with the streak's last report: one far from the run's
+        # end is no hang (told before the search for progress, which reads the rest of the run).
+        if (run_end if run_end is not None else index.line_count) - streak[-1][0].line > _HANG_TAIL_LINES:
+            continue
         first, _, _ = streak[0]
         # The wait that ends the run: the reports after the last progress before the run's end.
         end = _offset(index, scan, run_end) if run_end is not None else len(index)
         moved = _last_marked(index, progress, _offset(index, scan, first.line), end, None)
         waiting = [item for item in streak if item[0].line > moved]
         if not waiting or sum(seconds for _, _, seconds in waiting) < _HANG_SECONDS:
-            continue
-        last_report = waiting[-1][0].line
-        if (run_end if run_end is not None else index.line_count) - last_report > _HANG_TAIL_LINES:
             continue
         began, line, _ = waiting[0]
         symptom = Symptom(began.line, began.span, "hung-at-end", "The processes hung from here", began.text)
