@@ -1,7 +1,7 @@
 """The fast paths read exactly what the plain ones read (speed must never change an answer).
 
-- `LineWindow` with a literal yields the lines of the plain window that hold the literal (or an
-  ESC), with the same numbers, over `str`, `bytes` and a memory map, whatever the line breaks
+- `LineWindow` with a literal yields the lines of the plain window that hold the literal (or,
+  with an ESC, hold it once their colour codes are removed), with the same numbers, over `str`, `bytes` and a memory map, whatever the line breaks
   and however the search blocks fall;
 - a traceback read by jumping to its writer's lines equals the one read line by line, on every
   traceback of the corpus and on interleaved variants;
@@ -22,12 +22,20 @@ from support import CRASH, FORMATS, crash_labels, healthy_logs, read_log, traceb
 from vllm_log_lsp.core import text as text_mod
 from vllm_log_lsp.core import tracebacks
 from vllm_log_lsp.core.lines import parse_line
-from vllm_log_lsp.core.text import LineWindow, LogIndex
+from vllm_log_lsp.core.text import LineWindow, LogIndex, strip_ansi
 from vllm_log_lsp.core.tracebacks import TRACEBACK_HEADER, read_traceback, writer_literals
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-PIECES = ["lit", "li", "t", "x", "\n", "\r\n", "\r", "\x1b[0m", "模", " "]
+PIECES = ["lit", "li", "t", "x", "\n", "\r\n", "\r", "\x1b[0m", "模", " ", "[1m(", "\x00"]
 texts = st.lists(st.sampled_from(PIECES), max_size=80).map("".join)
+
+
+def holds(text: str, literals: tuple[str, ...]) -> bool:
+    """The window's test of a line: its text holds every literal, or (a colour code may split
+    one) its text without colour codes does."""
+    return all(lit in text for lit in literals) or (
+        "\x1b" in text and all(lit in strip_ansi(text)[0] for lit in literals)
+    )
 
 
 def plain_window(index: LogIndex, start: int, line: int, limit: int) -> tuple[list, bool]:
@@ -61,20 +69,32 @@ def test_literal_window_is_the_plain_window_filtered(
         first_line = min(first_line, index.line_count - 1)
         start = index.line_start(first_line)
         every, ended = plain_window(index, start, first_line, limit)
-        wanted = [(n, t) for n, t in every if "lit" in t or "\x1b" in t]
+        wanted = [(n, t) for n, t in every if holds(t, ("lit",))]
         window = LineWindow(index, start, first_line, limit, ("lit",))
         window._FIRST_BLOCK, window._NEAR = block, near  # (blocks and lookups fall anywhere)
         got = list(window)
         assert got == wanted  # only lines that may hold the literal are read
         assert window.reached_end == ended
         both = LineWindow(index, start, first_line, limit, ("li", "x"))
-        assert list(both) == [(n, t) for n, t in every if ("li" in t and "x" in t) or "\x1b" in t]
+        assert list(both) == [(n, t) for n, t in every if holds(t, ("li", "x"))]
 
 
 # Whole lines, most holding the literals (a writer's lines in a row: the window reads them as one
 # block while they do, `LineWindow._run`), each ended by one break of a log's kind: all `\n`,
 # all `\r\n`, or mixed with a progress bar's bare `\r` (the run hands those back).
-LINES = ["lit x", "lit", "li t", "x lit 模", "other", "", "lit\x1b[0m", "\x1b[1m", "litx" * 40]
+LINES = [
+    "lit x",
+    "lit",
+    "li t",
+    "x lit 模",
+    "other",
+    "",
+    "lit\x1b[0m",
+    "\x1b[1m",
+    "litx" * 40,
+    "l\x1b[0mit x",
+    "\x1b[1mother",
+]
 BREAKS = st.sampled_from([["\n"], ["\r\n"], ["\n", "\r\n", "\r"], ["\n", "\r"]])
 line_texts = BREAKS.flatmap(
     lambda breaks: st.lists(st.tuples(st.sampled_from(LINES), st.sampled_from(breaks)), max_size=40)
@@ -107,7 +127,7 @@ def test_a_window_reading_runs_of_lines_is_the_plain_window_filtered(
             for number, line in window:
                 got.append((number, line))
                 assert window.at_last_line == (number == index.line_count - 1)
-            wanted = [(n, t) for n, t in every if all(lit in t for lit in literals) or "\x1b" in t]
+            wanted = [(n, t) for n, t in every if holds(t, literals)]
             assert got == wanted
             assert window.reached_end == ended
 
@@ -428,3 +448,31 @@ def test_the_start_of_the_line_holding_each_offset(text: str) -> None:
         for offset in range(len(data) + 1):
             breaks = [at for at in range(offset) if data[at : at + 1] in ("\n", "\r", b"\n", b"\r")]
             assert index.line_start_at(offset) == (breaks[-1] + 1 if breaks else 0), (data, offset)
+
+
+# Colour codes of every kind `strip_ansi` removes, and text around them.
+COLOUR_PIECES = [
+    "\x1b[1;36m", "\x1b[0;0m", "\x1b[K", "\x1b(B", "\x1b[?25l", "\x1b", "\x1b[", "[0;36m", "[1;31m", "[",
+    "(EngineCore pid=1)", "(", ")", ")[", "m(", "m", " INFO ", "x", "\x00", "\x00\x00",
+    "^[[0m", "^[", "\\u001b[31m", "\\x1B[0m", "\\033[1m", "\\e[0m", "\u241b[2m", "\\",
+]  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(COLOUR_PIECES), max_size=16).map("".join))
+def test_colour_codes_are_removed_as_the_whole_pattern_removes_them(line: str) -> None:
+    clean, columns = strip_ansi(line)
+    if not text_mod.may_hold_colour(line):
+        assert (clean, columns) == (line, None)
+        return
+    removed = list(text_mod._ANSI.finditer(line))
+    assert clean == text_mod._ANSI.sub("", line)
+    # Each clean column maps past every code removed before it (or at it) in the line.
+    gone, at = [], 0
+    for match in removed:
+        at += match.end() - match.start()
+        gone.append((match.start() - (at - (match.end() - match.start())), at))
+    for column in range(len(clean) + 1):
+        before = [total for where, total in gone if where <= column]
+        expected = column + (before[-1] if before else 0)
+        assert (columns[column] if columns is not None else column) == expected

@@ -66,6 +66,13 @@ _ANSI = regexes.compile(
     # reached the disk leaves a hole) or a file was truncated in place (logrotate's copytruncate).
     r"|\x00+"
 )
+#: `_ANSI`'s codes that start with an ESC, alone: most coloured lines hold no other kind, and a
+#: pattern whose one alternative starts with a literal is searched for at C speed (the whole
+#: `_ANSI`, with its look-behind and its other forms, is tried at every position: 3x slower).
+_ANSI_ESCAPES = regexes.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|[@-Z\\-_])")
+#: Lines whose text without colour codes `LogIndex.without_colour` remembers, at most (about
+#: 10 MB of lines), before it starts over.
+_COLOUR_MEMO = 1 << 15
 #: How a colour code's ESC is written out after a backslash (`may_hold_colour`).
 _ESCAPED_ESC = ("\\u001", "\\x1", "\\033[", "\\e[")
 
@@ -164,19 +171,26 @@ def inspect_log_bytes(data: Buffer) -> tuple[Buffer, list[str]]:
 
 class ColumnMap:
     """The column in a line of each column of its text with escape sequences removed
-    (`strip_ansi`), kept as the removals: where each one falls in the clean text and how many
-    characters were removed up to it (a line is read for one column or two; a list of every
-    column cost more than the rest of its parse)."""
+    (`strip_ansi`). A line is read for one column or two, near its start (the message's, after
+    the process prefix the colours are on): each look-up walks the line's escape sequences from
+    its start and stops at the column, so a line's later codes are never looked at, and the
+    clean text is made at C speed (`re.sub`) without them."""
 
-    __slots__ = ("_at", "_removed")
+    __slots__ = ("_line",)
 
-    def __init__(self, at: list[int], removed: list[int]) -> None:
-        self._at, self._removed = at, removed
+    def __init__(self, line: str) -> None:
+        self._line = line
 
     def __getitem__(self, column: int) -> int:
-        """The line's column of clean column `column` (0 to the clean text's length)."""
-        before = bisect.bisect_right(self._at, column)
-        return column + (self._removed[before - 1] if before else 0)
+        """The line's column of clean column `column` (0 to the clean text's length). A
+        sequence removed right at `column` lies before it: the column is the text after it."""
+        gone = 0
+        for match in _ANSI.finditer(self._line):
+            start, end = match.span()
+            if start - gone > column:
+                break
+            gone += end - start
+        return column + gone
 
 
 def strip_ansi(line: str) -> tuple[str, ColumnMap | None]:
@@ -185,20 +199,13 @@ def strip_ansi(line: str) -> tuple[str, ColumnMap | None]:
     removed."""
     if not may_hold_colour(line):
         return line, None
-    pieces: list[str] = []
-    at: list[int] = []
-    removed: list[int] = []
-    pos = clean = gone = 0
-    for match in _ANSI.finditer(line):
-        start, end = match.span()
-        pieces.append(line[pos:start])
-        clean += start - pos
-        gone += end - start
-        at.append(clean)
-        removed.append(gone)
-        pos = end
-    pieces.append(line[pos:])
-    return "".join(pieces), ColumnMap(at, removed)
+    # The ESC codes first; the whole pattern only where what is left may hold another kind (a
+    # code that lost its ESC before or after a parenthesis, a written-out ESC, NULs). Where it
+    # does not, the whole pattern would have removed the same codes.
+    clean = _ANSI_ESCAPES.sub("", line) if ESCAPE in line else line
+    if clean is line or may_hold_colour(clean) or ")[" in clean:
+        clean = _ANSI.sub("", line)
+    return (line, None) if len(clean) == len(line) else (clean, ColumnMap(line))
 
 
 def extends(text: Text, old: Text) -> bool:
@@ -356,6 +363,7 @@ class LogIndex:
         self._dense = False
         self._line_total = 0
         self._literals: dict[str, bytes] = {}
+        self._without_colour: dict[str, str] = {}  # see `without_colour`
 
     def __len__(self) -> int:
         return len(self.text)
@@ -396,6 +404,16 @@ class LogIndex:
         from .source import utf8_check_beside  # (source reads files: it imports this module)
 
         self._utf8_error = utf8_check_beside(self.text, self.path)
+
+    def without_colour(self, line: str) -> str:
+        """`strip_ansi(line)`'s text, remembered by the line's text: the windows after each
+        traceback of a coloured log read the same lines again (`LineWindow`)."""
+        clean = self._without_colour.get(line)
+        if clean is None:
+            if len(self._without_colour) >= _COLOUR_MEMO:
+                self._without_colour.clear()
+            clean = self._without_colour[line] = strip_ansi(line)[0]
+        return clean
 
     # -- searching ----------------------------------------------------------------------------
     def _lit(self, literal: str) -> Needle:
@@ -983,7 +1001,7 @@ class LineWindow:
                 if literal not in piece and (escape is None or escape not in piece):
                     return start, number
                 line = piece if isinstance(piece, str) else self._decoded(piece, start, end)
-                if not rest or ESCAPE in line or all(literal in line for literal in rest):
+                if self._holds(line, rest):
                     self.at_last_line = end >= n
                     yield number, line
                 if end >= n:
@@ -996,6 +1014,20 @@ class LineWindow:
                     needles, rest = self._needles()
                     literal, escape = needles[0], needles[1] if len(needles) > 1 else None
             block = min(block * 2, self._MAX_RUN_BLOCK)
+
+    def _holds(self, line: str, rest: tuple[str, ...]) -> bool:
+        """Whether a line found holding the first literal or an ESC holds every literal: the
+        other ones (`rest`) in its text; with an ESC, all of them in its text or in its text
+        without colour codes, which may split one. (Most lines of a coloured log hold an ESC:
+        yielding each, the window after every traceback would have its reader parse every other
+        writer's line.)"""
+        if ESCAPE in line:
+            literals = self.literals
+            if all(literal in line for literal in literals):
+                return True
+            clean = self.index.without_colour(line)
+            return all(literal in clean for literal in literals)
+        return not rest or all(literal in line for literal in rest)
 
     def _decoded(self, piece: bytes, start: int, end: int) -> str:
         """`index.slice(start, end)` of a line whose bytes `piece` are at hand."""
@@ -1048,7 +1080,7 @@ class LineWindow:
                 return
             consecutive = start == next_start
             text = index.slice(start, end)
-            if not rest or ESCAPE in text or all(literal in text for literal in rest):
+            if self._holds(text, rest):
                 self.at_last_line = end >= n
                 yield number, text
             if end >= n:
