@@ -166,3 +166,15 @@ def test_an_args_line_read_again_is_remembered_and_each_caller_gets_its_own_dict
         parse_args_text(f"args: Namespace(model='m{n}')")
     assert len(context._ARGS_READ) <= 2
     assert parse_args_text("args: Namespace(model='m0')") == {"--model": "m0"}
+
+
+@pytest.mark.parametrize("text", ["{'path': '\\o'}", "{'a': {'b': b'\\q'}}", "('\\d+', 1)"])
+def test_an_invalid_escape_in_a_logs_args_reads_as_python_reads_it_without_a_warning(text: str) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = ast.literal_eval(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (a warning would reach the user's terminal)
+        assert _typed(literal_value(text)) == _typed(expected)

@@ -119,8 +119,13 @@ def literal_value(text: str) -> object:
         return _PlainReader(text).document()
     except Exception:  # _NotPlain, or a dict key that cannot be hashed: ast decides (and raises)
         import ast
+        import warnings
 
-        return ast.literal_eval(text)
+        # (A log's text is no program: an invalid escape in it, `'\o'`, is read as Python reads
+        # it, without the compiler's warning on the user's terminal.)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.literal_eval(text)
 
 
 class _PlainReader:
