@@ -15,7 +15,7 @@ import bisect
 from . import catalog as catalog_mod
 from . import regexes
 from .catalog import Catalog, Marker
-from .incidents import Incident, reached_serving, run_lines
+from .incidents import Incident, line_offset, reached_serving, run_lines
 from .lines import parse_line
 from .model import LogLine, Span, Symptom
 from .phase import READY_MARKERS
@@ -56,8 +56,8 @@ def abandoned_startups(
         for run_index in range(len(starts) + 1):
             if (outer, run_index) in taken:
                 continue
-            lo = _line_offset(index, scan, starts[run_index - 1]) if run_index > 0 else 0
-            hi = _line_offset(index, scan, starts[run_index]) if run_index < len(starts) else len(index)
+            lo = line_offset(index, scan, starts[run_index - 1]) if run_index > 0 else 0
+            hi = line_offset(index, scan, starts[run_index]) if run_index < len(starts) else len(index)
             # (a runtime prefix with no run start of its own, a compose service's, is read with
             # the lines of no prefix: their run starts are its too)
             writers = {outer} if outer else None
@@ -71,13 +71,6 @@ def abandoned_startups(
                 taken.add((writer, incident.run_index))
                 found.append(incident)
     return found
-
-
-def _line_offset(index: LogIndex, scan: Scan, line: int) -> int:
-    """Where line `line` starts: known from the scan (a run start is a line it read), else walked
-    to from a line the index knows."""
-    known = scan.offsets.get(line)
-    return known if known is not None else index.line_start(line)
 
 
 def _abandoned_run(

@@ -29,6 +29,7 @@ from .incidents import (
     braces_kept,
     choose_root,
     group_incidents,
+    line_offset,
     promote_precursor,
     run_lines,
     stand_in_why,
@@ -410,8 +411,8 @@ def _diagnose(
         choice = promote_precursor(index, catalog, scan, choice, run_start)
     cand = choice.candidate if choice is not None else symptom_as_root(incident)
     event = cand.event
-    root_offset = offset_of(index, scan, event.line)
-    run_offset = offset_of(index, scan, run_start) if run_start else 0
+    root_offset = line_offset(index, scan, event.line)
+    run_offset = line_offset(index, scan, run_start) if run_start else 0
     key = (incident.outer, incident.run_index)
     if key not in runs:
         end_line = min(next_run - 1, max(s.line for s, _, _ in incident.symptoms) + LATE_WINDOW)
@@ -470,9 +471,9 @@ def _named_by_a_later_link(
         ),
         key=lambda c: c.event.chain_index,
     )
-    run_offset = offset_of(index, scan, window[0]) if window[0] else 0
+    run_offset = line_offset(index, scan, window[0]) if window[0] else 0
     for link in later:
-        link_offset = offset_of(index, scan, link.event.line)
+        link_offset = line_offset(index, scan, link.event.line)
         finding = build_finding(
             index, catalog, scan, incident, link, context, run_offset, link_offset, window, matches
         )
@@ -535,12 +536,6 @@ def _same_block(index: LogIndex, event: ExceptionEvent, numbers: range) -> list[
             break
         found.append(number)
     return found
-
-
-def offset_of(index: LogIndex, scan: Scan, line: int) -> int:
-    if line in scan.offsets:
-        return scan.offsets[line]
-    return index.line_start(line)
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

@@ -191,8 +191,8 @@ def hangs_at_end(index: LogIndex, catalog: Catalog, scan: Scan, incidents: list[
             continue
         first, _, _ = streak[0]
         # The wait that ends the run: the reports after the last progress before the run's end.
-        end = _offset(index, scan, run_end) if run_end is not None else len(index)
-        moved = _last_marked(index, progress, _offset(index, scan, first.line), end, None)
+        end = line_offset(index, scan, run_end) if run_end is not None else len(index)
+        moved = _last_marked(index, progress, line_offset(index, scan, first.line), end, None)
         waiting = [item for item in streak if item[0].line > moved]
         if not waiting or sum(seconds for _, _, seconds in waiting) < _HANG_SECONDS:
             continue
@@ -202,20 +202,26 @@ def hangs_at_end(index: LogIndex, catalog: Catalog, scan: Scan, incidents: list[
     return found_hangs
 
 
+#: Why a symptom stands in for the root cause of a death that printed no error, by the kind of
+#: incident (its first symptom's), else `_STAND_IN_WHY[None]`.
+_STAND_IN_WHY = {
+    "startup-abandoned": (
+        "no traceback was printed: the caller caught the engine's start-up error and printed only "
+        "its message (this line); the engine's executor shut down right after, before start-up "
+        "completed"
+    ),
+    "hung-at-end": (
+        "no error was printed: the log ends in a hang; from this line on, the process reported "
+        "that it waited in vain, and nothing progressed until the run ended"
+    ),
+    None: "no exception or fault was printed for this death: its most telling symptom stands in",
+}
+
+
 def stand_in_why(incident: Incident) -> str:
     """Why a symptom stands in for the root cause of `incident`, which printed no error."""
-    if incident.symptoms[0][0].kind == "startup-abandoned":
-        return (
-            "no traceback was printed: the caller caught the engine's start-up error and printed "
-            "only its message (this line); the engine's executor shut down right after, before "
-            "start-up completed"
-        )
-    if incident.symptoms[0][0].kind == "hung-at-end":
-        return (
-            "no error was printed: the log ends in a hang; from this line on, the process reported "
-            "that it waited in vain, and nothing progressed until the run ended"
-        )
-    return "no exception or fault was printed for this death: its most telling symptom stands in"
+    kind = incident.symptoms[0][0].kind
+    return _STAND_IN_WHY.get(kind, _STAND_IN_WHY[None])
 
 
 def _end_line(cand: Candidate) -> int:
@@ -232,8 +238,8 @@ def _is_silent_death(
     run_index: int,
     run_end: int | None,
 ) -> bool:
-    run_lo = _offset(index, scan, starts[run_index - 1]) if run_index > 0 else 0
-    cand_offset = _offset(index, scan, cand.traceback.header_line if cand.traceback else cand.event.line)
+    run_lo = line_offset(index, scan, starts[run_index - 1]) if run_index > 0 else 0
+    cand_offset = line_offset(index, scan, cand.traceback.header_line if cand.traceback else cand.event.line)
     served = _last_healthy(index, catalog, run_lo, cand_offset, outer) >= 0
     if cand.tier == 2:
         # Stopping a server that served is an operator's choice; stopping one that never came
@@ -245,7 +251,7 @@ def _is_silent_death(
         # An exception that ends a process comes with its traceback: a bare line followed by
         # a run's start is one the process printed and survived (a library at import).
         return False
-    until = _offset(index, scan, run_end) if run_end is not None else len(index)
+    until = line_offset(index, scan, run_end) if run_end is not None else len(index)
     if Progress(index, catalog, scan, until).after(cand) is not None:
         return False
     return _quiet_tail(index, scan, cand, run_end)
@@ -253,7 +259,7 @@ def _is_silent_death(
 
 def _start_after(index: LogIndex, scan: Scan, line: int) -> int:
     """Where the line after core line `line` starts (the text's end after its last line)."""
-    start = index.line_end_at(_offset(index, scan, line))
+    start = index.line_end_at(line_offset(index, scan, line))
     return index.next_line_start(start) if start < len(index) else start
 
 
@@ -461,7 +467,7 @@ class Progress:
     def after(self, cand: Candidate) -> int | None:
         """The first line after `cand` (and its traceback) where its writer made progress."""
         end_line = _end_line(cand)
-        start = self.index.line_end_at(_offset(self.index, self.scan, end_line))
+        start = self.index.line_end_at(line_offset(self.index, self.scan, end_line))
         if start < self.lo:
             self._search(start, self.lo)
             self.lo = start
@@ -570,7 +576,7 @@ def choose_root(
     lo_offset = scan.offsets.get(lo_line, 0) if lo_line > 0 else 0
     if first_offset is not None:
         healthy = _last_healthy(index, catalog, lo_offset, first_offset, outer)
-    death_offset = _offset(index, scan, first_death)
+    death_offset = line_offset(index, scan, first_death)
     late_end = min(next_run_line - 1, last_death + LATE_WINDOW)
     rejected: list[tuple[Candidate, str]] = []
     viable: list[tuple[int, Candidate]] = []
@@ -617,7 +623,9 @@ def _outer_of(scan: Scan, cand: Candidate, unknown: str | None = None) -> str | 
     return owner.outer if owner is not None else unknown
 
 
-def _offset(index: LogIndex, scan: Scan, line: int) -> int:
+def line_offset(index: LogIndex, scan: Scan, line: int) -> int:
+    """Where line `line` starts: known from the scan (a line it read), else walked to from a line
+    the index knows."""
     found = scan.offsets.get(line)
     return found if found is not None else index.line_start(line)
 
@@ -1010,8 +1018,8 @@ def _first_burst(
 
 def _last_progress_line(index: LogIndex, catalog: Catalog, scan: Scan, run_start: int, before: int) -> int:
     """The last lifecycle marker (of any process) in the run before line `before`, or -1."""
-    lo = _offset(index, scan, run_start) if run_start > 0 else 0
-    return _last_marked(index, _progress_markers(catalog), lo, _offset(index, scan, before), None)
+    lo = line_offset(index, scan, run_start) if run_start > 0 else 0
+    return _last_marked(index, _progress_markers(catalog), lo, line_offset(index, scan, before), None)
 
 
 def _considered(rejected: list[tuple[Candidate, str]], chosen: Candidate) -> tuple[Considered, ...]:

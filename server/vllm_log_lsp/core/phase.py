@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .catalog import Catalog
+from .catalog import Catalog, Marker
 from .lines import parse_line
 from .model import PHASE_TITLES, UNKNOWN_PHASE, Finding, PhaseMark
 from .scan import MAX_LINE
@@ -54,9 +54,9 @@ def death_phase(
     phase = _phase_of_frames(catalog, frames)
     if phase is not None:
         return phase, None, "frames"
-    pos, phase = _last_marker(index, catalog, lo, hi)
-    if pos >= 0:
-        return phase, index.line_of(pos), "marker"
+    pos, marker = _last_marker(index, catalog, lo, hi)
+    if marker is not None:
+        return marker.phase, index.line_of(pos), "marker"
     carried = _phase_of_frames(catalog, carrier_frames()) if carrier_frames is not None else None
     if carried is not None:
         return carried, None, "carrier"
@@ -75,8 +75,9 @@ def _phase_of_frames(catalog: Catalog, frames: list[str]) -> str | None:
     return None
 
 
-def _last_marker(index: LogIndex, catalog: Catalog, lo: int, hi: int) -> tuple[int, str]:
-    best_pos, best_phase = -1, UNKNOWN
+def _last_marker(index: LogIndex, catalog: Catalog, lo: int, hi: int) -> tuple[int, Marker | None]:
+    """(offset, marker) of the last lifecycle marker in [lo, hi), or (-1, None)."""
+    best_pos, best = -1, None
     for marker in catalog.markers_of("phase"):
         pos = index.rfind(marker.literal, max(lo, best_pos + 1), hi)
         tries = 0
@@ -85,11 +86,11 @@ def _last_marker(index: LogIndex, catalog: Catalog, lo: int, hi: int) -> tuple[i
             line = parse_line(0, index.line_at(pos, MAX_LINE))
             if marker.pattern.search(line.message.strip()):
                 if pos > best_pos:
-                    best_pos, best_phase = pos, marker.phase
+                    best_pos, best = pos, marker
                 break
             pos = index.rfind(marker.literal, max(lo, best_pos + 1), start)
             tries += 1
-    return best_pos, best_phase
+    return best_pos, best
 
 
 #: How much of a log's end `ended_in_startup` reads (bytes or characters): a log that ends in
@@ -112,18 +113,7 @@ def ended_in_startup(index: LogIndex, catalog: Catalog) -> PhaseMark | None:
     (in the log's last `_END_SPAN`) is a start-up step's and not one that says the engine is
     ready; else None (the log ends serving, shutting down, or says nothing of its phase there).
     For a log with no death: a server that never came up was stopped or killed there unseen."""
-    lo = max(0, len(index) - _END_SPAN)
-    best_pos, best = -1, None
-    for marker in catalog.markers_of("phase"):
-        pos = index.rfind(marker.literal, max(lo, best_pos + 1), len(index))
-        tries = 0
-        while pos >= 0 and tries < _MARKER_TRIES:
-            start = index.line_start_at(pos)
-            if marker.pattern.search(parse_line(0, index.line_at(pos, MAX_LINE)).message.strip()):
-                best_pos, best = pos, marker
-                break
-            pos = index.rfind(marker.literal, max(lo, best_pos + 1), start)
-            tries += 1
+    best_pos, best = _last_marker(index, catalog, max(0, len(index) - _END_SPAN), len(index))
     if best is None or best.phase not in _STARTUP_PHASES or best.id in READY_MARKERS:
         return None
     return PhaseMark(index.line_of(best_pos), best.phase, PHASE_TITLES[best.phase])

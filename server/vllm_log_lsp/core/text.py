@@ -54,22 +54,26 @@ MASK_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 _UNCHECKED = object()
 #: Bytes of a mapped file copied at a time to count its line breaks.
 _COUNT_BLOCK = 1 << 20
+#: A colour or control code that starts with its ESC (CSI `ESC [ … final`, or a two-character one).
+_ESC_CODE = r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|[@-Z\\-_])"
 _ANSI = regexes.compile(
-    r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]"
-    # A colour code whose ESC byte was lost in a copy (GitHub, a terminal paste) around vLLM's
-    # process prefix: `[0;36m(EngineCore pid=1)[0;0m `.
-    r"|\[(?:\d{1,3};)*\d{1,3}m(?=\()|(?<=\))\[(?:\d{1,3};)*\d{1,3}m"
-    # A colour code whose ESC the tool that showed the log wrote out: `cat -v`'s `^[`, a JSON
-    # or Python string's `\u001b` and `\x1b`, a shell's `\033` and `\e`, the symbol `␛`.
-    r"|(?:\^\[|\\u001[bB]|\\x1[bB]|\\033|\\e|\u241b)\[(?:\d{1,3};)*\d{0,3}m"
-    # NUL bytes: no printed text, but where a write was lost (a crash before the page cache
-    # reached the disk leaves a hole) or a file was truncated in place (logrotate's copytruncate).
-    r"|\x00+"
+    _ESC_CODE
+    + (
+        # A colour code whose ESC byte was lost in a copy (GitHub, a terminal paste) around vLLM's
+        # process prefix: `[0;36m(EngineCore pid=1)[0;0m `.
+        r"|\[(?:\d{1,3};)*\d{1,3}m(?=\()|(?<=\))\[(?:\d{1,3};)*\d{1,3}m"
+        # A colour code whose ESC the tool that showed the log wrote out: `cat -v`'s `^[`, a JSON
+        # or Python string's `\u001b` and `\x1b`, a shell's `\033` and `\e`, the symbol `␛`.
+        r"|(?:\^\[|\\u001[bB]|\\x1[bB]|\\033|\\e|\u241b)\[(?:\d{1,3};)*\d{0,3}m"
+        # NUL bytes: no printed text, but where a write was lost (a crash before the page cache
+        # reached the disk leaves a hole) or a file was truncated in place (logrotate's copytruncate).
+        r"|\x00+"
+    )
 )
 #: `_ANSI`'s codes that start with an ESC, alone: most coloured lines hold no other kind, and a
 #: pattern whose one alternative starts with a literal is searched for at C speed (the whole
 #: `_ANSI`, with its look-behind and its other forms, is tried at every position: 3x slower).
-_ANSI_ESCAPES = regexes.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|[@-Z\\-_])")
+_ANSI_ESCAPES = regexes.compile(_ESC_CODE)
 #: Lines whose text without colour codes `LogIndex.without_colour` remembers, at most (about
 #: 10 MB of lines), before it starts over.
 _COLOUR_MEMO = 1 << 15
@@ -968,7 +972,7 @@ class LineWindow:
     _MAX_RUN_BLOCK = 1 << 16
 
     def _run(
-        self, needles: list[Needle], rest: tuple[str, ...], start: int, number: int, last: int
+        self, needles: list[Needle], start: int, number: int, last: int
     ) -> Generator[tuple[int, str], None, tuple[int, int] | None]:
         """Yield the window's lines from the one at `start` (numbered `number`) on while each
         holds a needle, as `_lines_holding` yields them, reading a block of text at a time (one
@@ -1001,7 +1005,7 @@ class LineWindow:
                 if literal not in piece and (escape is None or escape not in piece):
                     return start, number
                 line = piece if isinstance(piece, str) else self._decoded(piece, start, end)
-                if self._holds(line, rest):
+                if self._holds(line):
                     self.at_last_line = end >= n
                     yield number, line
                 if end >= n:
@@ -1011,37 +1015,33 @@ class LineWindow:
                     return None
                 start, number = after, number + 1
                 if self._widened():  # (the next lines are read by the new literals)
-                    needles, rest = self._needles()
+                    needles = self._needles()
                     literal, escape = needles[0], needles[1] if len(needles) > 1 else None
             block = min(block * 2, self._MAX_RUN_BLOCK)
 
-    def _holds(self, line: str, rest: tuple[str, ...]) -> bool:
-        """Whether a line found holding the first literal or an ESC holds every literal: the
-        other ones (`rest`) in its text; with an ESC, all of them in its text or in its text
-        without colour codes, which may split one. (Most lines of a coloured log hold an ESC:
-        yielding each, the window after every traceback would have its reader parse every other
-        writer's line.)"""
-        if ESCAPE in line:
-            literals = self.literals
-            if all(literal in line for literal in literals):
-                return True
-            clean = self.index.without_colour(line)
-            return all(literal in clean for literal in literals)
-        return not rest or all(literal in line for literal in rest)
+    def _holds(self, line: str) -> bool:
+        """Whether a line found holding the first literal or an ESC holds every literal: in its
+        text; with an ESC, in its text or in its text without colour codes, which may split one.
+        (Most lines of a coloured log hold an ESC: yielding each, the window after every
+        traceback would have its reader parse every other writer's line.)"""
+        literals = self.literals
+        if all(literal in line for literal in literals):
+            return True
+        return ESCAPE in line and all(literal in self.index.without_colour(line) for literal in literals)
 
     def _decoded(self, piece: bytes, start: int, end: int) -> str:
         """`index.slice(start, end)` of a line whose bytes `piece` are at hand."""
         line = piece.decode("utf-8", "replace")
         return line if "\ufffd" not in line else self.index.slice(start, end)
 
-    def _needles(self) -> tuple[list[Needle], tuple[str, ...]]:
-        """What the search looks for (the first literal, and an ESC where the text has one) and
-        the other literals a line found must hold."""
+    def _needles(self) -> list[Needle]:
+        """What the search looks for: the first literal, and an ESC where the text has one (a
+        line found must then hold every literal: `_holds`)."""
         index = self.index
         needles = [index._lit(self.literals[0])]
         if index.has_escape:
             needles.append(index._lit(ESCAPE))
-        return needles, self.literals[1:]
+        return needles
 
     def _widened(self) -> bool:
         """Take the literals `widen` asked for, if it did."""
@@ -1052,7 +1052,7 @@ class LineWindow:
 
     def _lines_holding(self) -> Iterator[tuple[int, str]]:
         index, n = self.index, len(self.index.text)
-        needles, rest = self._needles()
+        needles = self._needles()
         pos, last = self.start, self.line + self.limit - 1
         self._known = (self.start, self.line)
         # The line after the last one read, and its number: when the next hit is on it (the
@@ -1080,7 +1080,7 @@ class LineWindow:
                 return
             consecutive = start == next_start
             text = index.slice(start, end)
-            if self._holds(text, rest):
+            if self._holds(text):
                 self.at_last_line = end >= n
                 yield number, text
             if end >= n:
@@ -1091,16 +1091,16 @@ class LineWindow:
             pos = next_start = index._after_break(end)
             next_number = number + 1
             if self._widened():
-                needles, rest = self._needles()
+                needles = self._needles()
             if consecutive:
                 # Two of the window's lines in a row (a traceback): the next ones probably
                 # are too, and are read as one block while they are.
                 literals = self.literals
-                stopped = yield from self._run(needles, rest, pos, next_number, last)
+                stopped = yield from self._run(needles, pos, next_number, last)
                 if stopped is None:
                     return
                 pos = next_start = stopped[0]
                 next_number = stopped[1]
                 self._known = stopped
                 if self.literals is not literals:  # (widened during the run)
-                    needles, rest = self._needles()
+                    needles = self._needles()

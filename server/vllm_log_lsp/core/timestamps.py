@@ -116,14 +116,13 @@ class Timestamps:
             if self._outers is None:
                 # (`line_start` walks from a line the index knows: `line_text` would build the
                 # whole line table, every page of a mapped file)
-                self._outers = [(n, parse_line(n, self._text_of(n)).outer) for n in self._run_starts]
+                self._outers = [
+                    (n, parse_line(n, self.index.line_at(self.index.line_start(n))).outer)
+                    for n in self._run_starts
+                ]
             starts = self._starts_of[outer] = starts_of_prefix(self._outers, outer)
         at = bisect_right(starts, line) - 1
         return starts[at] if at >= 0 else 0
-
-    def _text_of(self, line: int) -> str:
-        start = self.index.line_start(line)
-        return self.index.slice(start, self.index.line_end_at(start))
 
     def _nearest_above(self, start: int, first: LogLine, run_start: int = 0) -> tuple[int, str] | None:
         """(line, time) of the nearest timestamp of `first`'s writer among the `LOOK_BACK_LINES`
