@@ -3,8 +3,10 @@ entry's line number is the count of newlines before it, in whatever order entrie
 
 from __future__ import annotations
 
+import pytest
+
 from vllm_log_lsp.core import catalog as catalog_mod
-from vllm_log_lsp.core.catalog import MARKERS_FILE, _builtin_files, _line_of, build_catalog
+from vllm_log_lsp.core.catalog import MARKERS_FILE, BrokenBuiltinFile, _builtin_files, _line_of, build_catalog
 from vllm_log_lsp.core.datacache import package_text
 
 
@@ -48,3 +50,45 @@ def test_line_numbers_looked_up_in_any_order_are_the_same() -> None:
             assert _line_of(text, needle) == _naive_line(text, needle)
             assert _line_of(other, '"r3"') == 8  # another text between two of the same
     assert catalog_mod._line_of(text, '"r0"') == 2
+
+
+def _with_damaged(name: str, damage) -> list:
+    """The built-in files with file `name`'s text passed through `damage`."""
+    return [
+        (where, (lambda w=where: damage(package_text(w))) if where.endswith(name) else reader)
+        for where, reader in _builtin_files()
+    ]
+
+
+@pytest.mark.parametrize(
+    "damage, said",
+    [
+        # a regex written in a basic string: `\[` is no TOML escape, so the file is no TOML
+        (lambda text: text.replace("'", '"', 2), "invalid TOML"),
+        (lambda text: text.replace("\ntitle = ", "\ntitel = ", 1), "has no title"),  # a misspelt key
+        (lambda text: text[: len(text) // 2], ""),  # cut short
+    ],
+    ids=["basic-string", "misspelt-key", "cut"],
+)
+def test_a_damaged_builtin_file_is_said_when_reached_not_lost(damage, said: str) -> None:
+    """A built-in file is parsed after the command checked the catalog's errors: one that does
+    not load must stop the analysis that reaches it, never leave its rules out quietly."""
+    damaged = "40-loading.toml"
+    catalog = build_catalog(_with_damaged(damaged, damage), [])
+    assert not catalog.errors  # (only the markers file is read at once)
+    read = []
+    with pytest.raises(BrokenBuiltinFile) as raised:
+        for rule in catalog.iter_rules():
+            read.append(rule.source)
+    assert read and all(damaged not in source for source in read)  # the files before it were read
+    message = str(raised.value)
+    assert f"catalog/{damaged}" in message and said in message and "reinstall" in message
+    with pytest.raises(BrokenBuiltinFile):  # (and again: it is never skipped)
+        _ = catalog.rules
+
+
+def test_an_intact_builtin_catalog_loads_every_file() -> None:
+    catalog = build_catalog(_builtin_files(), [])
+    files = {rule.source.rsplit(":", 1)[0] for rule in catalog.rules}
+    rule_files = {where for where, _ in _builtin_files() if not where.endswith(MARKERS_FILE)}
+    assert files == rule_files and not catalog.errors

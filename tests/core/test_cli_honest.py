@@ -397,3 +397,19 @@ def test_an_index_checks_its_bytes_once_and_an_editor_text_never() -> None:
     assert index.first_invalid_utf8() == len(good)
     assert LogIndex(good).first_invalid_utf8() is None
     assert LogIndex(data.decode("utf-8", "replace")).first_invalid_utf8() is None
+
+
+def test_a_damaged_builtin_rule_file_is_an_internal_error_not_a_quiet_answer(monkeypatch, capsys) -> None:
+    """A damaged install: the check that reaches the file says which and how (exit 3), never
+    answers without its rules."""
+    from vllm_log_lsp.core import catalog as catalog_mod
+    from vllm_log_lsp.core.datacache import package_text
+
+    files = [
+        (where, (lambda w=where: package_text(w)[:-40]) if where.startswith("catalog/10-") else reader)
+        for where, reader in catalog_mod._builtin_files()
+    ]
+    monkeypatch.setattr(catalog_mod, "_BUILTIN", catalog_mod.build_catalog(files, []))
+    assert cli.main(["check", str(OOM)]) == cli.EXIT_INTERNAL
+    err = capsys.readouterr().err
+    assert "built-in rule file catalog/10-memory.toml" in err and "reinstall vllm-log-lsp" in err

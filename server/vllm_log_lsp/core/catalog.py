@@ -98,6 +98,18 @@ class CatalogError(ValueError):
         self.path, self.line, self.message = path, line, message
 
 
+class BrokenBuiltinFile(RuntimeError):
+    """A built-in rule file that does not load (an edited or damaged install). Raised when the
+    file is reached, not kept as a `CatalogError`: its rules are parsed after the command checked
+    the catalog's errors, and a diagnosis without them would be a wrong answer given quietly."""
+
+    def __init__(self, errors: list[CatalogError]) -> None:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        super().__init__(f"built-in rule file {first}{more}; reinstall vllm-log-lsp")
+        self.errors = errors
+
+
 class Pattern:
     """A regex that searches with a time limit; a timeout counts as no match.
 
@@ -360,6 +372,7 @@ class Catalog:
 
     Built-in rule files are parsed when a rule is first needed, one file at a time in priority
     order: classifying a crash usually stops in the first files, and a healthy log needs none.
+    One that does not load raises `BrokenBuiltinFile` when it is reached.
     """
 
     markers: dict[str, list[Marker]] = field(default_factory=dict)
@@ -399,8 +412,9 @@ class Catalog:
                 return  # another thread parsed the last file meanwhile
             where, text, cached = self._pending[0]
             rules, _, errors = load_rule_text(_text(text), where, cached=cached)
+            if errors:  # (left pending: every later analysis says so too)
+                raise BrokenBuiltinFile(errors)
             self._rules.extend(rules)
-            self.errors.extend(errors)
             del self._pending[0]
 
     def markers_of(self, kind: str) -> list[Marker]:
