@@ -189,3 +189,21 @@ def test_a_marker_before_the_root_still_names_the_phase_of_a_carried_error() -> 
 def test_only_an_exception_quoting_the_root_lends_it_a_phase(lines: list[str]) -> None:
     [finding] = analyze("\n".join(lines) + "\n").findings
     assert finding.line == 0 and finding.phase == UNKNOWN and finding.phase_source == "unknown"
+
+
+def test_a_root_printed_after_the_death_has_the_phase_of_the_death() -> None:
+    """A core dump's stack pasted below the log: the shutdown lines between the death and it are
+    no phase the death was in."""
+    from vllm_log_lsp.core.analyze import analyze
+
+    lines = [
+        "(APIServer pid=1) INFO 10-16 16:27:50 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000",
+        '(APIServer pid=1) INFO:     10.0.0.1:5000 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+        "(APIServer pid=1) ERROR 10-16 16:27:53 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
+        "(APIServer pid=1) INFO:     Shutting down",
+        "(APIServer pid=1) INFO:     Finished server process [1]",
+        "",
+        "Program terminated with signal SIGBUS, Bus error.",
+    ]
+    [finding] = analyze("\n".join(lines) + "\n").findings
+    assert finding.line == 6 and finding.phase == "serving"

@@ -13,7 +13,7 @@ import bisect
 from . import catalog as catalog_mod
 from . import origins
 from .catalog import Catalog, Rule, RuleMatches, fill_placeholders
-from .incidents import Incident
+from .incidents import Incident, line_offset
 from .model import ExceptionEvent, Finding, Frame, ResolvedFix, RunContext, Symptom
 from .phase import death_phase
 from .scan import Candidate, Scan
@@ -181,6 +181,16 @@ def _root_text(cand: Candidate) -> str:
     return event.text
 
 
+def _phase_end(index: LogIndex, scan: Scan, incident: Incident, root: ExceptionEvent, root_end: int) -> int:
+    """Where the lifecycle lines that tell the phase of a death end: the root's line, or the
+    death's first symptom when the root was printed after it (a core dump's stack pasted below
+    the log): the lines between, the processes shutting down, are no phase the death was in."""
+    first = min(symptom.line for symptom, _, _ in incident.symptoms)
+    if root.line <= first:
+        return root_end
+    return index.line_end_at(line_offset(index, scan, first))
+
+
 def build_finding(
     index: LogIndex,
     catalog: Catalog,
@@ -203,7 +213,12 @@ def build_finding(
     own_frames = [f"{f.path}:{f.function or ''}" for f in event.frames]
     root_end = index.line_end_at(root_offset)
     phase, phase_line, phase_source = death_phase(
-        index, catalog, own_frames, run_offset, root_end, lambda: _carrier_frames(scan, event, run)
+        index,
+        catalog,
+        own_frames,
+        run_offset,
+        _phase_end(index, scan, incident, event, root_end),
+        lambda: _carrier_frames(scan, event, run),
     )
     root_text = _root_text(cand)
     rule, captures = classify(catalog, root_text, chain, frames, window, phase, matches)
