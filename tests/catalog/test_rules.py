@@ -285,3 +285,22 @@ def test_an_aclnn_parameter_check_is_the_callers_inputs_not_the_installation(
     frames = ["/x/torch_npu/utils/_module.py:forward", "/x/vllm_ascend/ops/linear.py:apply"]
     found, _ = classify(CATALOG, text, [text], frames, ["Ascend"], "")
     assert found is not None and found.id == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ValueError: MT5ForConditionalGeneration has no vLLM implementation and the Transformers implementation is not compatible with vLLM.",
+        "ValueError: BartModel has no vLLM implementation and the Transformers implementation is not compatible with vLLM. Try setting VLLM_USE_V1=0.",
+        "ValueError: Model architectures ['MyNewForCausalLM'] are not supported for now. Supported architectures: dict_keys(['LlamaForCausalLM'])",
+    ],
+)
+def test_an_architecture_neither_vllm_nor_its_transformers_fallback_runs_is_unsupported(text: str) -> None:
+    frames = ["/x/vllm/model_executor/model_loader/utils.py:resolve_transformers_fallback"]
+    found, captures = classify(CATALOG, text, [text], frames, [], "model_loading")
+    assert found is not None and found.id == "model-architecture-unsupported"
+    assert captures["architectures"] in text
+    # (a fallback that works is a warning, no death)
+    quiet = "MT5ForConditionalGeneration has no vLLM implementation, falling back to Transformers implementation."
+    other, _ = classify(CATALOG, quiet, [], [], [], "model_loading")
+    assert other is None or other.id != "model-architecture-unsupported"
