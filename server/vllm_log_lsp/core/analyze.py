@@ -334,6 +334,21 @@ def _pattern_text(pattern: re.Pattern[str] | None) -> str | None:
     return pattern.pattern if pattern is not None else None
 
 
+def _with_abandoned(
+    index: LogIndex, catalog: Catalog, scan: Scan, incidents: list[Incident]
+) -> list[Incident]:
+    """`incidents` with the runs whose start-up its caller abandoned (`abandoned_startups`). A
+    run that seemed to end hung is one of them when its caller printed why the wait ended (vLLM
+    gave up on a placement group, and the caller printed its error): the report replaces the hang."""
+    hung = {id(inc) for inc in incidents if inc.symptoms[0][0].kind == "hung-at-end"}
+    abandoned = abandoned_startups(index, catalog, scan, [inc for inc in incidents if id(inc) not in hung])
+    if not abandoned:
+        return incidents
+    ended = {(inc.outer, inc.run_index) for inc in abandoned}
+    kept = [inc for inc in incidents if id(inc) not in hung or (inc.outer, inc.run_index) not in ended]
+    return sorted([*kept, *abandoned], key=lambda inc: inc.symptoms[0][0].line)
+
+
 def _analysis(
     index: LogIndex,
     catalog: Catalog,
@@ -344,10 +359,7 @@ def _analysis(
 ) -> Analysis:
     unwrapped = unwrap(scan) if unwrap is not None else unwrap_candidates(catalog, scan)
     pools = sorted(unwrapped, key=lambda c: c.event.line)
-    incidents = group_incidents(index, catalog, scan, pools)
-    abandoned = abandoned_startups(index, catalog, scan, incidents)
-    if abandoned:
-        incidents = sorted([*incidents, *abandoned], key=lambda inc: inc.symptoms[0][0].line)
+    incidents = _with_abandoned(index, catalog, scan, group_incidents(index, catalog, scan, pools))
     findings: list[Finding] = []
     runs: dict[tuple[str, int], RunSegment] = {}
     matches = RuleMatches(catalog)  # deaths of a restart loop repeat their causes

@@ -309,6 +309,13 @@ class Marker:
     # precursor: a report that processes made no progress for its `seconds`; a run whose last lines
     # repeat it for minutes, with nothing progressing, ended hung (`incidents.hangs_at_end`)
     hang: bool = False
+    # hang precursor: its `seconds` are the whole wait so far (each report's count grows), not the
+    # time since the report before
+    elapsed: bool = False
+    # precursor: a report that start-up waits for what it cannot get (a placement group Ray cannot
+    # place); a stop after it, with no progress between, came during that wait, which is the cause
+    # (`incidents.promote_wait`)
+    stalls: bool = False
 
 
 @dataclass(frozen=True)
@@ -816,6 +823,8 @@ def _parse_markers(
                     above=int(raw.get("above", 0)),
                     offset=int(raw.get("offset", 0)),
                     hang=bool(raw.get("hang", False)),
+                    elapsed=bool(raw.get("elapsed", False)),
+                    stalls=bool(raw.get("stalls", False)),
                 )
             )
     return markers

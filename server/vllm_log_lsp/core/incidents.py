@@ -194,12 +194,21 @@ def hangs_at_end(index: LogIndex, catalog: Catalog, scan: Scan, incidents: list[
         end = line_offset(index, scan, run_end) if run_end is not None else len(index)
         moved = _last_marked(index, progress, line_offset(index, scan, first.line), end, None)
         waiting = [item for item in streak if item[0].line > moved]
-        if not waiting or sum(seconds for _, _, seconds in waiting) < _HANG_SECONDS:
+        if not waiting or _waited(hang_ids, waiting) < _HANG_SECONDS:
             continue
         began, line, _ = waiting[0]
         symptom = Symptom(began.line, began.span, "hung-at-end", "The processes hung from here", began.text)
         found_hangs.append(Incident(outer, run_index, [(symptom, _HUNG, line)]))
     return found_hangs
+
+
+def _waited(markers: dict[str, Marker], reports: list[tuple[Precursor, LogLine, int]]) -> int:
+    """The seconds a streak of wait reports says was waited: the sum of the periodic reports'
+    seconds (each the time since the one before), and the last of each kind whose count is the
+    whole wait so far (`Marker.elapsed`)."""
+    periodic = sum(seconds for p, _, seconds in reports if not markers[p.id].elapsed)
+    so_far = {p.id: seconds for p, _, seconds in reports if markers[p.id].elapsed}
+    return periodic + sum(so_far.values())
 
 
 #: Why a symptom stands in for the root cause of a death that printed no error, by the kind of
@@ -443,7 +452,7 @@ def _decoy_reason(catalog: Catalog, cand: Candidate, first_death: int) -> str:
 
 # Lifecycle phases whose marker proves a process was still doing its normal work.
 _IDLE_PHASES = ("shutdown",)
-_WEAK_PROGRESS = ("stats", "request")
+_WEAK_PROGRESS = ("stats", "request", "request-added")
 
 
 def _progress_markers(catalog: Catalog) -> list[Marker]:
@@ -886,9 +895,63 @@ def promote_precursor(
     index: LogIndex, catalog: Catalog, scan: Scan, choice: RootChoice, run_start: int
 ) -> RootChoice:
     """A warning is the cause when the fatal error refers to what it names (`Failed to import
-    vllm._C` before `'_C_utils' object has no attribute ...`), or when the fatal error only
-    reports a failure whose details that warning states (see `promote_details`)."""
+    vllm._C` before `'_C_utils' object has no attribute ...`), when the fatal error only
+    reports a failure whose details that warning states (see `promote_details`), or when the
+    death is a stop that came while start-up waited for what it could not get (`promote_wait`)."""
+    choice = promote_wait(index, catalog, scan, choice, run_start)
     return promote_details(index, catalog, scan, _promote_named(catalog, scan, choice, run_start), run_start)
+
+
+#: A fatal signal's dump for a signal that asks a process to stop (not a crash of its own).
+_STOP_SIGNAL = regexes.compile(r"\bSIG(?:TERM|INT)\b")
+
+
+def _is_stop(catalog: Catalog, cand: Candidate) -> bool:
+    """Whether `cand` says its process was told to stop: a signal marker's line, a traceback of
+    a stop (`stopped`), or a fatal-signal dump of SIGTERM or SIGINT."""
+    if cand.tier == 2 or stopped(catalog, cand):
+        return True
+    return cand.event.kind == "fault" and _STOP_SIGNAL.search(cand.event.text) is not None
+
+
+def promote_wait(
+    index: LogIndex, catalog: Catalog, scan: Scan, choice: RootChoice, run_start: int
+) -> RootChoice:
+    """A stop that came while start-up waited for what it could not get (a `stalls` precursor:
+    Ray cannot place vLLM's GPUs), with no progress between the wait's reports and the stop,
+    was the end of that wait: the first report of the last process to wait is the root."""
+    cand = choice.candidate
+    if not _is_stop(catalog, cand):
+        return choice
+    stop_line = cand.event.line
+    stalling = {m.id for m in catalog.markers_of("precursor") if m.stalls}
+    if not stalling:
+        return choice
+    lo = line_offset(index, scan, run_start) if run_start > 0 else 0
+    markers = _progress_markers(catalog) + catalog.markers_of("healthy")
+    moved = _last_marked(index, markers, lo, line_offset(index, scan, stop_line), None)
+    waits = [
+        (p, line) for p, line in precursors_in(scan, max(run_start, moved + 1), stop_line) if p.id in stalling
+    ]
+    if not waits:
+        return choice
+    stream = waits[-1][1].stream
+    first = len(waits) - 1
+    while first > 0 and waits[first - 1][1].stream == stream:
+        first -= 1
+    precursor, line = waits[first]
+    why = LineWords(
+        "start-up waited from this line on (" + braces_kept(precursor.title.lower()) + "), made no "
+        "progress, and was stopped on line {0}: the stop ended the wait",
+        stop_line,
+    )
+    return _warning_root(
+        choice,
+        precursor,
+        line,
+        why,
+        LineWords("it came during the wait reported from line {0}", precursor.line),
+    )
 
 
 def _promote_named(catalog: Catalog, scan: Scan, choice: RootChoice, run_start: int) -> RootChoice:

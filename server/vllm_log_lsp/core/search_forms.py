@@ -3,6 +3,7 @@ which says why and how each is chosen; do not edit by hand)."""
 
 #: literal → the ending of it that rg searches for; a literal not here is searched whole.
 FORMS: dict[str, str] = {
+    " hit an exception": "t an exception",
     " loop ": "oop ",
     " received at time=": " time=",
     "CUDA error": "A error",
@@ -10,7 +11,6 @@ FORMS: dict[str, str] = {
     "Engine background task failed": "e background task failed",
     "Engine iteration timed out": " iteration timed out",
     "EngineCore encountered a fatal error": "fatal error",
-    "EngineCore hit an exception": "e hit an exception",
     "Failed to import": "o import",
     "NCCL WARN": "L WARN",
     "NCCL error": "L error",
@@ -20,7 +20,6 @@ FORMS: dict[str, str] = {
     "SystemExit": "emExit",
     "Traceback (most recent call last)": "eback (most recent call last)",
     "Worker failed with error": "r failed with error",
-    "WorkerProc hit an exception": "c hit an exception",
     "args: Namespace(": " Namespace(",
     "atchdog": "chdog",
     "engine core exited unexpectedly": "xited unexpectedly",
@@ -32,6 +31,7 @@ FORMS: dict[str, str] = {
     "non-default args:": "n-default args:",
     "not implemented in Rust frontend": "Rust frontend",
     "output_handler failed": "t_handler failed",
+    "placement group": "t group",
     "received signal": "ceived signal",
     "server version": "rver version",
     "shared memory segment /dev/shm": "segment /dev/shm",
