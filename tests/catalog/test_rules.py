@@ -301,6 +301,35 @@ def test_an_architecture_neither_vllm_nor_its_transformers_fallback_runs_is_unsu
     assert found is not None and found.id == "model-architecture-unsupported"
     assert captures["architectures"] in text
     # (a fallback that works is a warning, no death)
-    quiet = "MT5ForConditionalGeneration has no vLLM implementation, falling back to Transformers implementation."
+    quiet = (
+        "MT5ForConditionalGeneration has no vLLM implementation, falling back to Transformers implementation."
+    )
     other, _ = classify(CATALOG, quiet, [], [], [], "model_loading")
     assert other is None or other.id != "model-architecture-unsupported"
+
+
+@pytest.mark.parametrize(
+    ("frame", "expected"),
+    [
+        # the separate package, from a vision encoder of 0.11 or the shared encoder attention later
+        (
+            "/venv/lib/python3.11/site-packages/flash_attn/flash_attn_interface.py:_flash_attn_varlen_forward",
+            True,
+        ),
+        ("/usr/local/lib/python3.12/dist-packages/flash_attn/flash_attn_interface.py:forward", True),
+        # vLLM's own build says the same words for another reason
+        (
+            "/usr/local/lib/python3.12/dist-packages/vllm/vllm_flash_attn/flash_attn_interface.py:flash_attn_varlen_func",
+            False,
+        ),
+    ],
+)
+@pytest.mark.parametrize("seqlens", ["cu_seqlens_q", "cu_seqlens_k"])
+def test_the_separate_flash_attn_package_in_a_vision_encoder_is_named_by_its_frames(
+    frame: str, expected: bool, seqlens: str
+) -> None:
+    text = f"RuntimeError: {seqlens} must be on CUDA"
+    frames = ["/x/vllm/model_executor/models/qwen2_5_vl.py:forward", frame]
+    found, _ = classify(CATALOG, text, [text], frames, [], "memory_profiling")
+    named = found is not None and found.id == "flash-attn-package-in-vision-encoder"
+    assert named == expected
