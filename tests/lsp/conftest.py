@@ -205,6 +205,14 @@ async def started(
     try:
         await client.initialize_session(init_params(profile, options, folders))
         yield client
-        await client.shutdown_session()
     finally:
-        await client.stop()
+        await stopped(client)
+
+
+async def stopped(client: LanguageClient) -> None:
+    """Shut a server of a test's own down and wait for it to exit, also when the test failed:
+    the client's `stop` only waits for the process, which exits when told to (a failed test
+    that skipped the shutdown would wait forever). A server that does not exit fails the test."""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(client.shutdown_session(), 10)
+    await asyncio.wait_for(client.stop(), 10)

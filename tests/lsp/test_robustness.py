@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 from lsprotocol import types
@@ -84,3 +85,41 @@ async def test_bad_command_arguments(client):
             types.ExecuteCommandParams(command="vllmLog.goToRootCause", arguments=[{"bad": 1}])
         )
     await still_answers(client)
+
+
+async def test_a_failed_analysis_is_an_error_never_a_healthy_looking_log(tmp_path):
+    """A damaged install (a built-in rule file cut short) makes the analysis raise when it
+    reaches that file: the log gets one error that says it was not diagnosed and why, not an
+    empty list of diagnostics, and the server goes on answering."""
+    import os
+    import shutil
+
+    from pytest_lsp import ClientServerConfig
+
+    import vllm_log_lsp
+
+    from .conftest import SERVER_COMMAND, init_params, make_client, stopped, wait_published
+
+    package = tmp_path / "server" / "vllm_log_lsp"
+    shutil.copytree(Path(vllm_log_lsp.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
+    damaged = package / "catalog" / "10-memory.toml"
+    damaged.write_text(damaged.read_text(encoding="utf-8")[:-40], encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "server"), "VLLM_LOG_LSP_CACHE_DIR": ""}
+    config = ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client, server_env=env)
+    client = await config.start()
+    try:
+        await client.initialize_session(init_params("visual-studio-code"))
+        uri = fresh_uri("damaged.log")
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(
+                    uri=uri, language_id="vllm-log", version=1, text=fixture_text("crash-038.log")
+                )
+            )
+        )
+        [diagnostic] = await wait_published(client, uri, 1, timeout=30)
+        assert diagnostic.severity == types.DiagnosticSeverity.Error and diagnostic.code == "analysis-failed"
+        assert "Not diagnosed" in diagnostic.message and "catalog/10-memory.toml" in diagnostic.message
+        assert await client.text_document_hover_async(types.HoverParams(doc(uri), pos(0))) is None
+    finally:
+        await stopped(client)

@@ -52,13 +52,16 @@ def _severity(result: AnalysisResult, keys: tuple[str, ...], default: str) -> ty
 def build_diagnostics(uri: str, result: AnalysisResult, encoding: str) -> list[types.Diagnostic]:
     """Every diagnostic for one analysed document."""
     if result.skipped_reason:
+        # (A log not diagnosed must never look healthy: a failed analysis is an error.)
         return [
             types.Diagnostic(
                 range=line_range(0, "", encoding),
                 message=result.skipped_reason,
-                severity=types.DiagnosticSeverity.Information,
+                severity=types.DiagnosticSeverity.Error
+                if result.failed
+                else types.DiagnosticSeverity.Information,
                 source=SOURCE,
-                code="file-too-large",
+                code="analysis-failed" if result.failed else "file-too-large",
             )
         ]
     diagnostics: list[types.Diagnostic] = []

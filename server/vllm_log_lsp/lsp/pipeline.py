@@ -73,6 +73,17 @@ def compute(
     return result_of(analyzer, version, analysis, settings, newline_only)
 
 
+def failed_result(version: int | None, settings: Settings, error: Exception) -> AnalysisResult:
+    """What a document whose analysis raised shows: no diagnosis, and an error that says so
+    (a log with no diagnostics would look healthy)."""
+    reason = (
+        f"Not diagnosed: the analysis of this log failed ({type(error).__name__}: {error}). This is a "
+        "bug or a damaged install, not a healthy log; `vllm-log-lsp --debug check FILE` shows the traceback."
+    )
+    empty = Analysis(findings=(), precursors=(), runs=(), line_count=0)
+    return AnalysisResult(version, LogIndex(""), empty, settings, skipped_reason=reason, failed=True)
+
+
 def result_of(
     analyzer: Analyzer, version: int | None, analysis: Analysis, settings: Settings, newline_only: bool
 ) -> AnalysisResult:
@@ -179,7 +190,8 @@ class Pipeline:
                 log_to_client(
                     self.server, f"vllm-log: analysis of {state.uri} failed: {err!r}", types.MessageType.Error
                 )
-                return None
+                state.analyzer = None  # (an incremental analyzer stopped midway starts afresh)
+                result = failed_result(version, settings, err)
             finally:
                 self._end_progress(token)
             if not self.is_current(state) or state.version != version:

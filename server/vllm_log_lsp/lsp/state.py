@@ -38,7 +38,8 @@ class AnalysisResult:
     index: LogIndex  # index.text is the text that was analysed (grown in place by appends since)
     analysis: Analysis
     settings: Settings
-    skipped_reason: str | None = None  # set when the document was not analysed (too large)
+    skipped_reason: str | None = None  # set when the document was not analysed (too large, failed)
+    failed: bool = False  # the analysis raised: `skipped_reason` says so, as an error
     newline_only: bool = False  # the client ends lines only at `\n` (see `ClientLines`)
     # The document's own text, when the analysed text is a transcript of it (a JSON log).
     document: LogIndex | None = None
