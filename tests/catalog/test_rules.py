@@ -333,3 +333,20 @@ def test_the_separate_flash_attn_package_in_a_vision_encoder_is_named_by_its_fra
     found, _ = classify(CATALOG, text, [text], frames, [], "memory_profiling")
     named = found is not None and found.id == "flash-attn-package-in-vision-encoder"
     assert named == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("ImportError: Numba needs NumPy 2.2 or less. Got NumPy 2.4.", "2.4"),
+        ("ImportError: Numba needs NumPy 1.24 or greater. Got NumPy 1.23.5.", "1.23.5"),
+        ("(EngineCore_DP0 pid=7) ImportError: Numba needs NumPy 2.0 or less. Got NumPy 2.1.", "2.1"),
+    ],
+)
+def test_a_dependency_version_a_package_refuses_at_import_is_a_version_conflict(
+    text: str, found: str
+) -> None:
+    frames = ["/x/vllm/v1/spec_decode/ngram_proposer.py:<module>", "/x/numba/__init__.py:<module>"]
+    rule, captures = classify(CATALOG, text, [text], frames, [], "startup")
+    assert rule is not None and rule.id == "package-version-conflict"
+    assert captures["found"] == found and captures["dependency"] == "NumPy"
