@@ -181,3 +181,62 @@ def test_a_wait_whose_end_the_caller_reported_is_that_report_not_a_hang(ending: 
     [finding] = analysis.findings
     assert (finding.line, finding.rule_id) == (len(lines) - 2, "ray-placement-group-timeout")
     assert {p.id for p in analysis.precursors} >= {"ray-gpus-short", "ray-placement-group-wait"}
+
+
+# A stop reported twice: Ray's failure-signal handler dumps the SIGTERM it received (C++ frames
+# only), then the signal raises in Python where the process was (`SystemExit: 15` from Ray's
+# handler, `KeyboardInterrupt` from vLLM's). The dump comes first; the traceback says where.
+DUMP = [
+    "*** SIGTERM received at time=1748300290 on cpu 8 ***",
+    "PC: @     0x7a30bba98d71  (unknown)  (unknown)",
+    "    @     0x7a2fb123629f       1184  ray::core::GetRequest::Wait()",
+]
+
+
+def _stop_traceback(*frames: str, last: str = "SystemExit: 15") -> list[str]:
+    body = [f'  File "/x/{path}", line 1, in {function}' for path, function in (f.split(":") for f in frames)]
+    return [
+        "Traceback (most recent call last):",
+        *body,
+        '  File "/x/ray/_private/worker.py", line 1539, in sigterm_handler',
+        "    sys.exit(signum)",
+        last,
+    ]
+
+
+WHERE = [
+    (("huggingface_hub/file_download.py:http_get",), "stopped-while-downloading"),
+    (("vllm/executor/ray_utils.py:_wait_until_pg_ready",), "stopped-waiting-for-placement-group"),
+    (("torch/_inductor/compile_fx.py:compile_fx",), "stopped-during-compile"),
+    (("torch/distributed/distributed_c10d.py:init_process_group",), "stopped-waiting-for-peers"),
+]
+
+
+@pytest.mark.parametrize("prefix", PREFIXES, ids=["plain", "compose", "cri"])
+@pytest.mark.parametrize("last", ["SystemExit: 15", "KeyboardInterrupt: terminated"])
+@pytest.mark.parametrize(("frames", "rule_id"), WHERE, ids=[r for _, r in WHERE])
+def test_a_frameless_stop_dump_is_told_by_the_traceback_of_the_same_stop(
+    frames: tuple[str, ...], rule_id: str, last: str, prefix: str
+) -> None:
+    lines = [*START, *DUMP, *_stop_traceback(*frames, last=last)]
+    assert _first(_log(lines, prefix)) == (len(START), rule_id)
+
+
+def test_a_crash_dump_does_not_borrow_a_later_stops_frames() -> None:
+    crash = ["*** SIGSEGV received at time=1748300290 on cpu 8 ***", *DUMP[1:]]
+    lines = [*START, *crash, *_stop_traceback("huggingface_hub/file_download.py:http_get")]
+    line, rule = _first(_log(lines))
+    assert line == len(START) and rule != "stopped-while-downloading"
+
+
+def test_a_stop_dump_does_not_borrow_frames_from_the_next_run() -> None:
+    restart = [
+        "INFO 04-16 03:00:00 [api_server.py:1043] vLLM API server version 0.8.5",
+        "INFO 04-16 03:00:01 [api_server.py:1044] args: Namespace(model='m')",
+        "Traceback (most recent call last):",
+        '  File "/x/vllm/engine/llm_engine.py", line 1, in __init__',
+        "ValueError: boom",
+    ]
+    lines = [*START, *DUMP, *restart, *_stop_traceback("huggingface_hub/file_download.py:http_get")]
+    findings = analyze(_log(lines)).findings
+    assert findings and findings[0].line == len(START) and findings[0].rule_id == "stopped-during-startup"

@@ -13,7 +13,7 @@ import bisect
 from . import catalog as catalog_mod
 from . import origins
 from .catalog import Catalog, Rule, RuleMatches, fill_placeholders
-from .incidents import Incident, line_offset
+from .incidents import Incident, is_stop_dump, line_offset, stop_frames_after
 from .model import ExceptionEvent, Finding, Frame, ResolvedFix, RunContext, Symptom
 from .phase import death_phase
 from .scan import Candidate, Scan
@@ -163,6 +163,25 @@ def _frames_text(cand: Candidate) -> list[str]:
     return [f"{f.path}:{f.function or ''}" for e in events for f in e.frames]
 
 
+#: How far after a stop's frameless dump the traceback of the same stop may be printed.
+_STOP_TRACEBACK_REACH = 400
+
+
+def _stopped_where(catalog: Catalog, scan: Scan, cand: Candidate, run: tuple[int, int]) -> list[str]:
+    """For a stop reported without frames (Ray's dump of the SIGTERM it received), the frames of
+    the first traceback of the same stop that follows it in its run (the `SystemExit: 15` or
+    `KeyboardInterrupt` the signal raised): where the process was when it was told to stop,
+    which names what it was waiting for. [] otherwise."""
+    if not is_stop_dump(cand.event):
+        return []
+    before = min(run[1], cand.event.line + _STOP_TRACEBACK_REACH)
+    for stop in stop_frames_after(catalog, scan, cand.event.line, before):
+        frames = _frames_text(stop)
+        if frames:
+            return frames
+    return []
+
+
 def _window_text(index: LogIndex, root_offset: int, root_line: int, run: tuple[int, int]) -> list[str]:
     """The lines around the root cause, within its run (not the previous run's death)."""
     lo, hi = run
@@ -207,7 +226,7 @@ def build_finding(
     `run` is the incident's run as lines [first, next run's first); `matches`, the analysis's
     remembered rule matches."""
     event = cand.event
-    frames = _frames_text(cand)
+    frames = _frames_text(cand) or _stopped_where(catalog, scan, cand, run)
     chain = _chain_texts(scan, cand, run)
     window = _window_text(index, root_offset, event.line, run)
     own_frames = [f"{f.path}:{f.function or ''}" for f in event.frames]

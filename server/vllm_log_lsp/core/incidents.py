@@ -906,12 +906,32 @@ def promote_precursor(
 _STOP_SIGNAL = regexes.compile(r"\bSIG(?:TERM|INT)\b")
 
 
+def is_stop_dump(event: ExceptionEvent) -> bool:
+    """Whether `event` is a fatal-signal dump (Ray's, abseil's) of a signal that asks a process
+    to stop, SIGTERM or SIGINT: no crash of its own, and no Python frames."""
+    return event.kind == "fault" and _STOP_SIGNAL.search(event.text) is not None
+
+
 def _is_stop(catalog: Catalog, cand: Candidate) -> bool:
     """Whether `cand` says its process was told to stop: a signal marker's line, a traceback of
     a stop (`stopped`), or a fatal-signal dump of SIGTERM or SIGINT."""
-    if cand.tier == 2 or stopped(catalog, cand):
-        return True
-    return cand.event.kind == "fault" and _STOP_SIGNAL.search(cand.event.text) is not None
+    return cand.tier == 2 or stopped(catalog, cand) or is_stop_dump(cand.event)
+
+
+def stop_frames_after(catalog: Catalog, scan: Scan, line: int, before: int) -> list[Candidate]:
+    """The candidates of the tracebacks of a stop (`stopped`) on lines (`line`, `before`), in
+    line order: where the processes were when a stop reported without frames (`is_stop_dump`)
+    came. Found by bisection in a list made once per analysis."""
+    key = ("stop_tracebacks", len(scan.events))
+    found = scan.cache.get(key)
+    if not isinstance(found, list):
+        found = scan.cache[key] = sorted(
+            (c for c in scan.events if c.traceback is not None and stopped(catalog, c)),
+            key=lambda c: c.event.line,
+        )
+    lo = bisect.bisect_right(found, line, key=lambda c: c.event.line)
+    hi = bisect.bisect_left(found, before, key=lambda c: c.event.line)
+    return found[lo:hi]
 
 
 def promote_wait(
