@@ -350,3 +350,28 @@ def test_a_dependency_version_a_package_refuses_at_import_is_a_version_conflict(
     rule, captures = classify(CATALOG, text, [text], frames, [], "startup")
     assert rule is not None and rule.id == "package-version-conflict"
     assert captures["found"] == found and captures["dependency"] == "NumPy"
+
+
+@pytest.mark.parametrize(
+    ("op", "allocation"),
+    [
+        ("new_empty", True),
+        ("empty", True),
+        ("new_zeros", True),
+        ("empty_strided", True),
+        ("mm", False),
+        ("copy_", False),
+    ],
+)
+def test_a_stable_abi_call_that_failed_is_memory_only_for_an_allocation(op: str, allocation: bool) -> None:
+    """torch's stable ABI reports a failed ATen call without its reason: for an allocation the
+    reason is nearly always memory; for any other op nothing says which."""
+    text = (
+        f'RuntimeError: torch_call_dispatcher( "aten::{op}", "", stack.data(), TORCH_ABI_VERSION) API call failed'
+        " at /build/torch/include/torch/csrc/stable/ops.h:150"
+    )
+    frames = ["/x/vllm/third_party/flashmla/flash_mla_interface.py:flash_mla_with_kvcache"]
+    rule, captures = classify(CATALOG, text, [text], frames, [], "serving")
+    assert (rule is not None and rule.id == "kernel-allocation-failed") == allocation
+    if allocation:
+        assert captures["op"] == op
