@@ -375,3 +375,27 @@ def test_a_stable_abi_call_that_failed_is_memory_only_for_an_allocation(op: str,
     assert (rule is not None and rule.id == "kernel-allocation-failed") == allocation
     if allocation:
         assert captures["op"] == op
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        (
+            "ValueError: Unsupported mxfp4_backend for Mxfp4MoEMethod: Mxfp4MoeBackend.FLASHINFER_CUTLASS_MXFP4_MXFP8. Expected TRTLLM, Triton, AITER, or XPU backend.",
+            "FLASHINFER_CUTLASS_MXFP4_MXFP8",
+        ),
+        (
+            "ValueError: Unsupported nvfp4_backend for ModelOptNvFp4FusedMoE: NvFp4MoeBackend.MARLIN. Expected CUTLASS or FLASHINFER_TRTLLM backends.",
+            "MARLIN",
+        ),
+    ],
+)
+def test_a_moe_backend_the_quantization_method_cannot_convert_for_is_named(text: str, value: str) -> None:
+    # (also when the draft model's loading runs the conversion: the message names the cause)
+    frames = [
+        "/x/vllm/v1/spec_decode/eagle.py:load_model",
+        "/x/vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:convert_weight_to_mxfp4_moe_kernel_format",
+    ]
+    rule, captures = classify(CATALOG, text, [text], frames, [], "model_loading")
+    assert rule is not None and rule.id == "moe-backend-unsupported-by-method"
+    assert captures["value"] == value
