@@ -399,3 +399,23 @@ def test_a_moe_backend_the_quantization_method_cannot_convert_for_is_named(text:
     rule, captures = classify(CATALOG, text, [text], frames, [], "model_loading")
     assert rule is not None and rule.id == "moe-backend-unsupported-by-method"
     assert captures["value"] == value
+
+
+@pytest.mark.parametrize(("seqs", "blocks"), [("1024", "578"), ("256", "31"), ("64", "1")])
+def test_fewer_mamba_cache_blocks_than_sequences_sets_max_num_seqs_to_the_blocks(
+    seqs: str, blocks: str
+) -> None:
+    text = (
+        f"ValueError: max_num_seqs ({seqs}) exceeds available Mamba cache blocks ({blocks}). Each decode sequence "
+        f"requires one Mamba cache block, so CUDA graph capture cannot proceed. Please lower max_num_seqs to at "
+        f"most {blocks} or increase gpu_memory_utilization."
+    )
+    frames = ["/x/vllm/config/compilation.py:resolve_cudagraph_mode_and_sizes"]
+    rule, captures = classify(CATALOG, text, [text], frames, [], "memory_profiling")
+    assert rule is not None and rule.id == "mamba-cache-blocks-short"
+    assert (captures["max_num_seqs"], captures["blocks"]) == (seqs, blocks)
+    [first, _] = rule.fixes
+    from vllm_log_lsp.core.values import resolve_op
+
+    [op] = [resolve_op(op, captures, None) for op in first.ops]
+    assert op is not None and (op.op.name, op.value) == ("--max-num-seqs", blocks)
