@@ -9,6 +9,7 @@ import pytest
 
 from vllm_log_lsp.core.analyze import classify
 from vllm_log_lsp.core.catalog import FAMILIES, builtin_catalog
+from vllm_log_lsp.core.values import resolve_op
 from vllm_log_lsp.core.versions import in_range, parse_version
 
 CATALOG = builtin_catalog()
@@ -142,8 +143,6 @@ def test_placeholders_and_captures_exist(rule) -> None:
 
 @pytest.mark.parametrize("rule", RULES, ids=[rule.id for rule in RULES])
 def test_fixes_resolve_for_the_first_sample(rule) -> None:
-    from vllm_log_lsp.core.values import resolve_op
-
     _, captures = classify_sample(rule, rule.samples[0])
     for fix in rule.fixes:
         for op in fix.ops:
@@ -415,7 +414,5 @@ def test_fewer_mamba_cache_blocks_than_sequences_sets_max_num_seqs_to_the_blocks
     assert rule is not None and rule.id == "mamba-cache-blocks-short"
     assert (captures["max_num_seqs"], captures["blocks"]) == (seqs, blocks)
     [first, _] = rule.fixes
-    from vllm_log_lsp.core.values import resolve_op
-
     [op] = [resolve_op(op, captures, None) for op in first.ops]
     assert op is not None and (op.op.name, op.value) == ("--max-num-seqs", blocks)

@@ -314,7 +314,7 @@ class Marker:
     elapsed: bool = False
     # precursor: a report that start-up waits for what it cannot get (a placement group Ray cannot
     # place); a stop after it, with no progress between, came during that wait, which is the cause
-    # (`incidents.promote_wait`)
+    # (`incidents._promote_wait`)
     stalls: bool = False
 
 

@@ -13,7 +13,7 @@ import bisect
 from . import catalog as catalog_mod
 from . import origins
 from .catalog import Catalog, Rule, RuleMatches, fill_placeholders
-from .incidents import Incident, is_stop_dump, line_offset, stop_frames_after
+from .incidents import Incident, is_stop_dump, line_offset, stop_tracebacks_after
 from .model import ExceptionEvent, Finding, Frame, ResolvedFix, RunContext, Symptom
 from .phase import death_phase
 from .scan import Candidate, Scan
@@ -175,7 +175,7 @@ def _stopped_where(catalog: Catalog, scan: Scan, cand: Candidate, run: tuple[int
     if not is_stop_dump(cand.event):
         return []
     before = min(run[1], cand.event.line + _STOP_TRACEBACK_REACH)
-    for stop in stop_frames_after(catalog, scan, cand.event.line, before):
+    for stop in stop_tracebacks_after(catalog, scan, cand.event.line, before):
         frames = _frames_text(stop)
         if frames:
             return frames

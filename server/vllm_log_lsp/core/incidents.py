@@ -180,7 +180,7 @@ def hangs_at_end(index: LogIndex, catalog: Catalog, scan: Scan, incidents: list[
         if streak and streak[-1][1].stream != line.stream:
             streak.clear()  # (another process's wait: the last one to wait is the one that hung)
         streak.append((precursor, line, seconds))
-    progress = _progress_markers(catalog) + catalog.markers_of("healthy")
+    progress = _moving_markers(catalog)
     found_hangs = []
     for (outer, run_index), streak in streaks.items():
         starts = starts_of[outer]
@@ -462,6 +462,12 @@ def _progress_markers(catalog: Catalog) -> list[Marker]:
     ]
 
 
+def _moving_markers(catalog: Catalog) -> list[Marker]:
+    """The lifecycle markers of normal work and the healthy serving lines: what shows a wait
+    ended or a process went on."""
+    return _progress_markers(catalog) + catalog.markers_of("healthy")
+
+
 class Progress:
     """Where each writer showed normal progress (a lifecycle marker, healthy serving) before
     `until_offset`, asked for candidates from the latest to the earliest: every part of the text
@@ -469,7 +475,7 @@ class Progress:
 
     def __init__(self, index: LogIndex, catalog: Catalog, scan: Scan, until_offset: int) -> None:
         self.index, self.scan = index, scan
-        self.markers = _progress_markers(catalog) + catalog.markers_of("healthy")
+        self.markers = _moving_markers(catalog)
         self.lo = until_offset  # [lo, until_offset) has been searched
         self.first: dict[str, int] = {}  # stream -> its earliest progress line in that range
 
@@ -897,8 +903,8 @@ def promote_precursor(
     """A warning is the cause when the fatal error refers to what it names (`Failed to import
     vllm._C` before `'_C_utils' object has no attribute ...`), when the fatal error only
     reports a failure whose details that warning states (see `promote_details`), or when the
-    death is a stop that came while start-up waited for what it could not get (`promote_wait`)."""
-    choice = promote_wait(index, catalog, scan, choice, run_start)
+    death is a stop that came while start-up waited for what it could not get (`_promote_wait`)."""
+    choice = _promote_wait(index, catalog, scan, choice, run_start)
     return promote_details(index, catalog, scan, _promote_named(catalog, scan, choice, run_start), run_start)
 
 
@@ -918,7 +924,7 @@ def _is_stop(catalog: Catalog, cand: Candidate) -> bool:
     return cand.tier == 2 or stopped(catalog, cand) or is_stop_dump(cand.event)
 
 
-def stop_frames_after(catalog: Catalog, scan: Scan, line: int, before: int) -> list[Candidate]:
+def stop_tracebacks_after(catalog: Catalog, scan: Scan, line: int, before: int) -> list[Candidate]:
     """The candidates of the tracebacks of a stop (`stopped`) on lines (`line`, `before`), in
     line order: where the processes were when a stop reported without frames (`is_stop_dump`)
     came. Found by bisection in a list made once per analysis."""
@@ -934,7 +940,7 @@ def stop_frames_after(catalog: Catalog, scan: Scan, line: int, before: int) -> l
     return found[lo:hi]
 
 
-def promote_wait(
+def _promote_wait(
     index: LogIndex, catalog: Catalog, scan: Scan, choice: RootChoice, run_start: int
 ) -> RootChoice:
     """A stop that came while start-up waited for what it could not get (a `stalls` precursor:
@@ -948,8 +954,7 @@ def promote_wait(
     if not stalling:
         return choice
     lo = line_offset(index, scan, run_start) if run_start > 0 else 0
-    markers = _progress_markers(catalog) + catalog.markers_of("healthy")
-    moved = _last_marked(index, markers, lo, line_offset(index, scan, stop_line), None)
+    moved = _last_marked(index, _moving_markers(catalog), lo, line_offset(index, scan, stop_line), None)
     waits = [
         (p, line) for p, line in precursors_in(scan, max(run_start, moved + 1), stop_line) if p.id in stalling
     ]

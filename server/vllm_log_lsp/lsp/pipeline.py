@@ -59,14 +59,12 @@ def compute(
     `Analyzer.analyze`)."""
     text = document.text
     if len(text) > settings.max_file_chars:
-        index = LogIndex(text[:0])
         reason = (
             f"Not analysed: this log is {len(text) / 1048576:.0f} MB, over the "
             f"vllmLog.maxFileSizeMB limit of {settings.max_file_size_mb:g} MB. Raise the limit, or "
             "run `vllm-log-lsp check FILE`."
         )
-        empty = Analysis(findings=(), precursors=(), runs=(), line_count=0)
-        return AnalysisResult(version, index, empty, settings, skipped_reason=reason)
+        return not_analysed(version, settings, reason)
     # The analyzer builds the line table first, off the event loop (a growing log extends the
     # previous one); the analysis then numbers lines by lookup instead of by counting.
     analysis = analyzer.analyze(document, input_warnings(text), line_table=True)
@@ -80,8 +78,16 @@ def failed_result(version: int | None, settings: Settings, error: Exception) -> 
         f"Not diagnosed: the analysis of this log failed ({type(error).__name__}: {error}). This is a "
         "bug or a damaged install, not a healthy log; `vllm-log-lsp --debug check FILE` shows the traceback."
     )
+    return not_analysed(version, settings, reason, failed=True)
+
+
+def not_analysed(
+    version: int | None, settings: Settings, reason: str, failed: bool = False
+) -> AnalysisResult:
+    """A result with no analysis, its diagnostic the `reason` (an error when the analysis
+    `failed`, information when it was not run)."""
     empty = Analysis(findings=(), precursors=(), runs=(), line_count=0)
-    return AnalysisResult(version, LogIndex(""), empty, settings, skipped_reason=reason, failed=True)
+    return AnalysisResult(version, LogIndex(""), empty, settings, skipped_reason=reason, failed=failed)
 
 
 def result_of(
